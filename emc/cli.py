@@ -1,0 +1,362 @@
+"""emc: compile a .em model spec and run EM on it.
+
+    emc check SPEC                 check a spec (syntax and meaning), print what it declares
+    emc compile SPEC               write the generated code to generated/NAME.py
+    emc fit SPEC DATA --out RUN    run EM, save the model to RUN/
+    emc decode RUN FILE            the best structure of each example, in the task's format
+    emc sample SPEC                data drawn from a random model of the spec
+    emc info SPEC [DATA]           what the compiler derived, in words
+    emc demo                       fit an HMM to data from a known HMM (no download needed)
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from emc.spec.errors import EmcError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args) or 0
+    except EmcError as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+# --- parser ------------------------------------------------------------------------------------
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="emc", description=__doc__, formatter_class=_Formatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _check_parser(sub)
+    _compile_parser(sub)
+    _fit_parser(sub)
+    _decode_parser(sub)
+    _sample_parser(sub)
+    _info_parser(sub)
+    _demo_parser(sub)
+    _dictionary_parser(sub)
+    return parser
+
+
+def _structure_arguments(parser: argparse.ArgumentParser) -> None:
+    """--states, --order, --maxlen, ...: every structure argument can be overridden by name."""
+    from emc.structures.registry import STRUCTURES
+
+    group = parser.add_argument_group("structure arguments (override the spec's literals)")
+    seen: set[str] = set()
+    for structure in STRUCTURES.values():
+        for arg in structure.args:
+            if arg.name in seen:
+                continue
+            seen.add(arg.name)
+            group.add_argument(f"--{arg.name}", default=None, metavar="V",
+                               help=f"{structure.name}: {arg.help} ({arg.describe()})")
+    group.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="override a structure argument or a `param` of the spec by name")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from emc.structures.registry import STRUCTURES
+
+    out: dict[str, Any] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise EmcError(f"--set {item}: write --set NAME=VALUE")
+        out[name.strip()] = value.strip()
+    for structure in STRUCTURES.values():
+        for arg in structure.args:
+            value = getattr(args, arg.name, None)
+            if value is not None:
+                out[arg.name] = value
+    return out
+
+
+def _check_parser(sub) -> None:
+    p = sub.add_parser("check", help="check a spec", description="Check a spec: syntax, names, arities, ranges. "
+                       "Exit 0 when it is valid; otherwise print each problem with file:line:column.",
+                       formatter_class=_Formatter)
+    p.add_argument("spec")
+    _structure_arguments(p)
+    p.set_defaults(run=cmd_check)
+
+
+def cmd_check(args) -> int:
+    from emc.spec.check import check
+    from emc.spec.parse import parse_file
+
+    model = check(parse_file(args.spec), _overrides(args))
+    b = model.binding
+    described = ", ".join(f"{k}={_fmt_arg(v)}" for k, v in b.args.items())
+    print(f"{args.spec}: ok: model {model.name}, {b.latent} : {b.structure.name}({described})")
+    for f in model.factors:
+        print(f"  {f.name:12s} {f.signature:40s} {f.slot} slot, {f.kind}")
+    return 0
+
+
+def _fmt_arg(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _compile_parser(sub) -> None:
+    p = sub.add_parser("compile", help="generate the model's code", formatter_class=_Formatter,
+                       description="Write the model's generated numba code (the glue around its structure's "
+                                   "DP) to OUT_DIR/NAME.py. `emc fit` compiles on demand; this shows the code.")
+    p.add_argument("spec")
+    p.add_argument("--out-dir", default="generated", help="directory for NAME.py")
+    _structure_arguments(p)
+    p.set_defaults(run=cmd_compile)
+
+
+def cmd_compile(args) -> int:
+    from emc.codegen.render import render
+    from emc.spec.check import check
+    from emc.spec.parse import parse_file
+
+    model = check(parse_file(args.spec), _overrides(args))
+    out = Path(args.out_dir) / f"{model.name}.py"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(model), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+FIT_EPILOG = """
+algorithms (--algorithm):
+  batch        batch EM (Dempster, Laird & Rubin 1977); --iterations, --tolerance
+
+data:
+  Empty lines are skipped when fitting (their number is reported) and printed as empty lines when
+  decoding. Files may be gzipped. Text must be UTF-8. Unknown words at decode time are read as
+  <unk>, whose probability under each state is that of the words seen once in training.
+
+initialisation:
+  Each learned row starts proportional to 1 + NOISE * U(0, 1) (--init-noise, default 1); with
+  near-uniform starts (noise 0.01) batch EM on an HMM stalls for its first iterations.
+"""
+
+
+def _fit_parser(sub) -> None:
+    from emc.runtime.settings import FitSettings
+
+    d = FitSettings()
+    p = sub.add_parser("fit", help="run EM on data", formatter_class=_Formatter, epilog=FIT_EPILOG,
+                       description="Fit a model to data with EM and save it to --out (params.npz, vocab.json, "
+                                   "run.json, log.jsonl). One line of progress per iteration goes to stderr.")
+    p.add_argument("spec")
+    p.add_argument("data", nargs="?", help="training data (one example per line unless --format says otherwise)")
+    p.add_argument("--out", help="directory to save the model in")
+    _data_arguments(p)
+    em = p.add_argument_group("EM")
+    em.add_argument("--algorithm", default=d.algorithm, help="which EM (see below)")
+    em.add_argument("--iterations", type=int, default=d.iterations, help="maximum iterations (batch-style algorithms)")
+    em.add_argument("--tolerance", type=float, default=d.tolerance,
+                    help="stop when the objective's relative change is below this (0: run all iterations)")
+    em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
+    em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1)")
+    em.add_argument("--init", metavar="RUN", help="start from a saved model's parameters")
+    em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
+    em.add_argument("--eval-every", type=int, default=d.eval_every,
+                    help="with gold annotations, score every N iterations (0: only at the end)")
+    em.add_argument("--quiet", action="store_true", help="no progress lines")
+    _structure_arguments(p)
+    p.set_defaults(run=cmd_fit)
+
+
+def _data_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("data")
+    g.add_argument("--format", default=None, help="input format: tokens (default) or conll")
+    g.add_argument("--word-column", type=int, default=1, help="conll: the column holding the word (1-based)")
+    g.add_argument("--gold-column", type=int, default=None,
+                   help="conll: the column holding gold tags (1-based), for evaluation")
+    g.add_argument("--dictionary", metavar="FILE", help="chain: a tag dictionary (WORD TAG [TAG ...] per line); "
+                   "states become its tags and each word may take only its tags")
+
+
+def cmd_fit(args) -> int:
+    from emc.runtime.fit import fit
+    from emc.runtime.model_dir import save_run
+    from emc.runtime.problem import Model, bind
+    from emc.runtime.settings import FitSettings
+
+    if not args.data:
+        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
+    overrides = _overrides(args)
+    options = vars(args).copy()
+    settings = FitSettings(algorithm=args.algorithm, iterations=args.iterations, tolerance=args.tolerance,
+                           seed=args.seed, init_noise=args.init_noise, threads=args.threads,
+                           eval_every=args.eval_every)
+    t0 = time.perf_counter()
+    model = Model.from_file(args.spec, overrides)
+    compiled = time.perf_counter() - t0
+    vocabs: dict = {}
+    init = None
+    if args.init:
+        from emc.runtime.model_dir import load_run
+        saved = load_run(args.init)
+        vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
+    corpus = model.read(args.data, options, vocabs)
+    keep = corpus.nonempty()
+    skipped = len(corpus) - len(keep)
+    corpus = corpus.subset(keep) if skipped else corpus
+    problem = bind(model, corpus, vocabs, options)
+    if args.init:
+        from emc.runtime.transfer import transfer_params
+        init = transfer_params(saved, problem)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    say(f"emc: model {model.name} ready in {compiled:.1f}s; {problem.n_examples} examples from {args.data}"
+        + (f" ({skipped} empty lines skipped)" if skipped else "")
+        + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
+    result = fit(problem, settings, observer=None if args.quiet else _progress_line, init=init)
+    summary = ", ".join(f"{k} {_fmt_metric(k, v)}" for k, v in result.metrics.items())
+    say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
+    if args.out:
+        save_run(Path(args.out), problem, result.params, settings, overrides, options, result.objective,
+                 result.metrics, result.history)
+        say(f"emc: saved to {args.out}")
+    return 0
+
+
+def _fmt_metric(name: str, value: float) -> str:
+    return f"{value:.4f}" if name == "vi" else f"{100 * value:.2f}%"
+
+
+def _progress_line(record: dict) -> None:
+    step = record.get("iteration") or record.get("pass")
+    kind = "iter" if "iteration" in record else "pass"
+    change = record.get("change")
+    metrics = "  ".join(f"{k} {_fmt_metric(k, v)}" for k, v in record.items()
+                        if k in ("many_to_one", "one_to_one", "accuracy", "f1", "aer", "token_f1"))
+    print(f"{kind} {step:4d}  objective {record['objective']:.8g}  change "
+          f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
+          f"{record['examples_per_second']:.0f} ex/s", file=sys.stderr)
+
+
+def _decode_parser(sub) -> None:
+    p = sub.add_parser("decode", help="best structures for new data", formatter_class=_Formatter,
+                       description="Decode FILE with a saved model: the best (Viterbi) structure of each example, "
+                                   "one output line per input line (an empty line for an empty example). Words "
+                                   "unseen in training are read as <unk> (see `emc fit --help`).")
+    p.add_argument("run", help="a directory written by emc fit --out")
+    p.add_argument("file")
+    p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
+    _data_arguments(p)
+    p.set_defaults(run=cmd_decode)
+
+
+def cmd_decode(args) -> int:
+    from emc.runtime.decode import decode_file
+
+    for line in decode_file(args.run, args.file, vars(args).copy(), posteriors=args.posteriors):
+        sys.stdout.write(line + "\n")
+    return 0
+
+
+def _sample_parser(sub) -> None:
+    p = sub.add_parser("sample", help="data from a random model", formatter_class=_Formatter,
+                       description="Print examples drawn from a random model of the spec (with --format conll, "
+                                   "each token with its true state, for evaluating recovery).")
+    p.add_argument("spec")
+    p.add_argument("--examples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--vocab-size", type=int, default=1000)
+    p.add_argument("--mean-length", type=float, default=15.0)
+    p.add_argument("--format", choices=("tokens", "conll"), default="tokens")
+    _structure_arguments(p)
+    p.set_defaults(run=cmd_sample)
+
+
+def cmd_sample(args) -> int:
+    from emc.runtime.sampling import sample_text
+
+    sys.stdout.write(sample_text(args.spec, _overrides(args), args.examples, args.seed, vars(args).copy()))
+    return 0
+
+
+def _info_parser(sub) -> None:
+    p = sub.add_parser("info", help="what the compiler derived", formatter_class=_Formatter,
+                       description="Describe in words what emc derives from a spec: the structure and its parts, "
+                                   "each block's outcome and context spaces, the DP and its cost; with DATA, "
+                                   "each table's shape and memory.")
+    p.add_argument("spec")
+    p.add_argument("data", nargs="?")
+    _data_arguments(p)
+    _structure_arguments(p)
+    p.set_defaults(run=cmd_info)
+
+
+def cmd_info(args) -> int:
+    from emc.runtime.info import describe
+
+    print(describe(args.spec, args.data, _overrides(args), vars(args).copy()))
+    return 0
+
+
+def _demo_parser(sub) -> None:
+    p = sub.add_parser("demo", help="fit an HMM to data from a known HMM", formatter_class=_Formatter,
+                       description="The embedded default job (no download): draw 2,000 sentences from a random "
+                                   "8-state HMM, fit the bundled specs/hmm.em to them with batch EM, and report "
+                                   "how well the true states are recovered (many-to-one and one-to-one accuracy).")
+    p.add_argument("--examples", type=int, default=2000)
+    p.add_argument("--states", type=int, default=8)
+    p.add_argument("--iterations", type=int, default=50)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default="runs/demo", help="where to save the fitted model")
+    p.set_defaults(run=cmd_demo)
+
+
+def cmd_demo(args) -> int:
+    from emc.runtime.demo import run_demo
+
+    return run_demo(args.examples, args.states, args.iterations, args.seed, Path(args.out))
+
+
+def _dictionary_parser(sub) -> None:
+    p = sub.add_parser("dictionary", help="a tag dictionary from a tagged corpus", formatter_class=_Formatter,
+                       description="Print the tag dictionary of a CoNLL corpus (each word with every tag it has), "
+                                   "for `emc fit --dictionary`.")
+    p.add_argument("spec", help="a chain spec (names the observed variable)")
+    p.add_argument("data", nargs="+")
+    _data_arguments(p)
+    p.set_defaults(run=cmd_dictionary)
+
+
+def cmd_dictionary(args) -> int:
+    from emc.runtime.problem import Model
+    from emc.structures.chain.data import dictionary_lines
+
+    if not args.gold_column:
+        raise EmcError("emc dictionary: give the tag column with --gold-column N")
+    model = Model.from_file(args.spec)
+    options = vars(args).copy()
+    options["format"] = options.get("format") or "conll"
+    vocabs: dict = {}
+    corpora = [model.read(path, options, vocabs) for path in args.data]
+    for line in dictionary_lines(corpora, model.checked):
+        sys.stdout.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

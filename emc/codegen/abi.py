@@ -1,0 +1,95 @@
+"""The one interface between a generated model module and the runtime (the E-step ABI).
+
+Every generated module exports, with exactly these numba signatures:
+
+    prepare(meta, params) -> float64[::1]
+        Scores that do not depend on the example (a chain's transition matrix), computed once
+        per E-step call and handed to the per-example functions as `derived`.
+    estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts) -> float64
+        Part scores for example `ex` from the blocks, the structure's DP in `semiring`, and the
+        posterior part marginals (sum) or the best structure's parts (max) scattered into
+        `counts`, scaled by `weight`. Returns the example's log Z (log max score for max).
+    decode_example(ex, ints, layout, meta, params, derived, out) -> float64
+        The best structure, written into `out` in the structure's encoding; returns its log score.
+    posterior_example(ex, ints, layout, meta, params, derived, out) -> float64
+        Posterior part marginals, written into `out` in the structure's encoding; returns log Z.
+
+Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
+(array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
+offsets) as `meta`. Because the signature is fixed, the runtime's loops over examples (batch,
+stepwise, incremental) are compiled and cached once, and call any model through a function
+pointer.
+
+`params` is the lazy parameter view (theta, row_total, row_add_den, table_add, scale): the weight
+of entry i in row r of table b is
+
+    (theta[i] * scale + table_add[b]) / (row_total[r] * scale + row_add_den[r])
+
+which is theta itself after a batch M-step (row_total = 1, scale = 1, adds 0), and the smoothed,
+normalised sufficient statistics during stepwise EM, where a global `scale` makes an update cost
+time proportional to the entries a mini-batch touched (Liang & Klein 2009, section 3.2).
+
+`counts` is (dense counts, mark, touched): when `touched` is non-empty, every entry written for
+the first time is marked and appended to `touched` (touched[0] holds the count), so the online
+variants visit only the entries a mini-batch touched.
+"""
+from numba import njit, types
+
+PARAMS = types.UniTuple(types.float64[::1], 5)
+COUNTS = types.Tuple((types.float64[::1], types.uint8[::1], types.int64[::1]))
+INTS = types.int32[::1]
+LAYOUT = types.int64[::1]
+META = types.int64[::1]
+
+DERIVED = types.float64[::1]
+
+PREPARE_SIGNATURE = DERIVED(META, PARAMS)
+ESTEP_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64, COUNTS)
+DECODE_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1])
+POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1])
+
+PREPARE_FUNCTION = types.FunctionType(PREPARE_SIGNATURE)
+ESTEP_FUNCTION = types.FunctionType(ESTEP_SIGNATURE)
+DECODE_FUNCTION = types.FunctionType(DECODE_SIGNATURE)
+POSTERIOR_FUNCTION = types.FunctionType(POSTERIOR_SIGNATURE)
+
+# Meta slots of a table: where its entries and rows start, and its shape.
+TABLE_OFFSET, TABLE_ROW_OFFSET, TABLE_ROWS, TABLE_OUTCOMES, TABLE_INDEX = range(5)
+TABLE_META_SIZE = 5
+
+
+@njit(inline="always")
+def entry(meta, table, row, outcome):
+    """Flat index of (row, outcome) in a dense table; tables are stored outcome-major, so all the
+    rows of one outcome (say, every state's probability of one word) are adjacent."""
+    return meta[table + TABLE_OFFSET] + outcome * meta[table + TABLE_ROWS] + row
+
+
+@njit(inline="always")
+def weight_at(params, meta, table, row, i):
+    """The weight of flat entry i in row `row` of a table (see the module docstring)."""
+    theta, row_total, row_add_den, table_add, scale = params
+    r = meta[table + TABLE_ROW_OFFSET] + row
+    s = scale[0]
+    return (theta[i] * s + table_add[meta[table + TABLE_INDEX]]) / (row_total[r] * s + row_add_den[r])
+
+
+@njit(inline="always")
+def read(params, meta, table, row, outcome):
+    return weight_at(params, meta, table, row, entry(meta, table, row, outcome))
+
+
+@njit(inline="always")
+def add_count(counts, i, value):
+    dense, mark, touched = counts
+    if touched.shape[0] > 0 and mark[i] == 0:
+        mark[i] = 1
+        n = touched[0] + 1
+        touched[n] = i
+        touched[0] = n
+    dense[i] += value
+
+
+@njit(inline="always")
+def array(ints, layout, a):
+    return ints[layout[a]:layout[a + 1]]

@@ -1,0 +1,99 @@
+"""A corpus in memory: token ids per observed variable, flat, with example offsets.
+
+Readers encode tokens into ids as they go (no per-token Python objects are kept), so a corpus of
+millions of tokens costs a few bytes per token. Gold annotations for evaluation and labeled
+latent structures for semi-supervised EM ride along, in whatever form their structure reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from emc.io.views import apply_views
+from emc.io.vocab import Vocabulary
+
+
+@dataclass
+class TokenField:
+    """Tokens of one observed variable: example i is ids[offsets[i]:offsets[i + 1]]."""
+
+    ids: np.ndarray  # int32
+    offsets: np.ndarray  # int64, n_examples + 1
+    vocab: Vocabulary
+
+    @staticmethod
+    def from_lists(examples: list[list[int]], vocab: Vocabulary) -> "TokenField":
+        offsets = np.zeros(len(examples) + 1, np.int64)
+        np.cumsum([len(e) for e in examples], out=offsets[1:])
+        ids = np.fromiter((i for e in examples for i in e), np.int32, count=int(offsets[-1]))
+        return TokenField(ids, offsets, vocab)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def example(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i]:self.offsets[i + 1]]
+
+    def tokens(self, i: int) -> list[str]:
+        values = self.vocab.values
+        return [values[j] for j in self.example(i)]
+
+    def subset(self, indices: np.ndarray) -> "TokenField":
+        return TokenField.from_lists([self.example(i).tolist() for i in indices], self.vocab)
+
+    def view(self, views: tuple[tuple[str, int | None], ...], vocab: Vocabulary) -> "TokenField":
+        """The same tokens seen through views (x.suffix(3)): computed once per token type."""
+        mapping = np.array([vocab.add(apply_views(v, views)) for v in self.vocab.values], np.int32)
+        return TokenField(mapping[self.ids], self.offsets, vocab)
+
+
+@dataclass
+class Corpus:
+    """Examples read from one file. `fields` holds the observed variables by name; `lines` the
+    source line of each example (for messages); `gold` task annotations used only to evaluate;
+    `labeled` the latent structures given as supervision, with `labeled_mask` marking which
+    examples carry one."""
+
+    path: str
+    fields: dict[str, TokenField]
+    lines: np.ndarray
+    gold: dict[str, Any] = field(default_factory=dict)
+    labeled: dict[str, Any] = field(default_factory=dict)
+    labeled_mask: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def lengths(self) -> np.ndarray:
+        """Length of each example, by its first observed variable."""
+        return next(iter(self.fields.values())).lengths()
+
+    def nonempty(self) -> np.ndarray:
+        """Indices of the examples that have data in every field."""
+        keep = np.ones(len(self), bool)
+        for f in self.fields.values():
+            keep &= f.lengths() > 0
+        return np.flatnonzero(keep)
+
+    def subset(self, indices: np.ndarray) -> "Corpus":
+        return Corpus(
+            path=self.path,
+            fields={k: f.subset(indices) for k, f in self.fields.items()},
+            lines=self.lines[indices],
+            gold={k: _subset_any(v, indices) for k, v in self.gold.items()},
+            labeled={k: _subset_any(v, indices) for k, v in self.labeled.items()},
+            labeled_mask=None if self.labeled_mask is None else self.labeled_mask[indices],
+        )
+
+
+def _subset_any(value: Any, indices: np.ndarray) -> Any:
+    if isinstance(value, TokenField):
+        return value.subset(indices)
+    if isinstance(value, np.ndarray):
+        return value[indices]
+    return [value[i] for i in indices]

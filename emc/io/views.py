@@ -1,0 +1,54 @@
+"""Observed views: string functions of a token (`x.lower`, `x.suffix(3)`, `x.shape`, ...).
+
+Each view of an observed variable gets its own vocabulary; views are computed once per corpus
+(per distinct token type), never in a hot loop. A view may follow another (`x.lower.suffix(2)`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    takes_length: bool  # suffix(n), prefix(n)
+    help: str
+    apply: Callable[[str, int | None], str]
+
+
+def _shape(token: str) -> str:
+    """Capitalisation / digit pattern, runs cut to 3: 'Paris' -> 'Xxxx', '12' -> 'dd', 'U.S.' -> 'X.X.'."""
+    out: list[str] = []
+    run = 0
+    for ch in token:
+        cls = "X" if ch.isupper() else "x" if ch.islower() else "d" if ch.isdigit() else ch
+        run = run + 1 if out and out[-1] == cls else 1
+        if run <= 3:
+            out.append(cls)
+    return "".join(out)
+
+
+VIEWS: dict[str, View] = {
+    v.name: v
+    for v in (
+        View("lower", False, "the token lowercased", lambda t, n: t.lower()),
+        View("suffix", True, "the last n characters (the whole token if shorter)", lambda t, n: t[-n:]),
+        View("prefix", True, "the first n characters (the whole token if shorter)", lambda t, n: t[:n]),
+        View("shape", False, "capitalisation and digit pattern, runs cut to 3 (Paris -> Xxxx, 12 -> dd)", lambda t, n: _shape(t)),
+        View("length", False, "the number of characters, as a category", lambda t, n: str(len(t))),
+    )
+}
+
+MAX_VIEW_LENGTH = 50
+
+
+def view_key(views: tuple[tuple[str, int | None], ...]) -> str:
+    """A readable, canonical name for a view chain: '.suffix(3)', '.lower.shape', ''."""
+    return "".join(f".{name}" if n is None else f".{name}({n})" for name, n in views)
+
+
+def apply_views(token: str, views: tuple[tuple[str, int | None], ...]) -> str:
+    for name, n in views:
+        token = VIEWS[name].apply(token, n)
+    return token

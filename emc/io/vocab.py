@@ -1,0 +1,68 @@
+"""Vocabularies: value <-> id for every space read from data (tokens, views, substrings, ...).
+
+Policy for unknown values (documented in README "Unknown words"): id 0 of every vocabulary is
+`<unk>`. A vocabulary grows while a corpus is read, also at decode time (so views such as
+`x.suffix(3)` can be computed for a word never seen in training); when a corpus is packed for a
+trained model, every id the model was not trained on becomes 0, and the `<unk>` outcome of each
+learned table is given the summed probability of the outcomes seen once in training (hapax
+legomena), the usual estimate for a new word (see emc/runtime/params.py: unknown_outcomes).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+UNK = "<unk>"
+
+
+class Vocabulary:
+    """Values in first-seen order after `<unk>`, with training counts."""
+
+    def __init__(self, values: list[str] | None = None, counts: list[int] | None = None):
+        values = list(values or [])
+        if not values or values[0] != UNK:
+            values = [UNK] + [v for v in values if v != UNK]
+        self.values = values
+        self.index: dict[str, int] = {v: i for i, v in enumerate(self.values)}
+        self.counts = np.zeros(len(self.values), np.int64) if counts is None else np.asarray(counts, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def add(self, value: str) -> int:
+        i = self.index.get(value)
+        if i is None:
+            i = self.index[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+    def encode(self, values: list[str]) -> list[int]:
+        index, add = self.index, self.add
+        return [index[v] if v in index else add(v) for v in values]
+
+    def lookup(self, value: str) -> int:
+        return self.index.get(value, 0)
+
+    def count(self, ids: np.ndarray) -> None:
+        """Record training counts (for the hapax estimate of unknown words)."""
+        self.counts = np.bincount(ids, minlength=len(self.values)).astype(np.int64)
+
+    def copy(self) -> "Vocabulary":
+        return Vocabulary(list(self.values), self.counts.copy())
+
+    def to_json(self) -> dict:
+        return {"values": self.values, "counts": self.counts.tolist()}
+
+    @staticmethod
+    def from_json(data: dict) -> "Vocabulary":
+        return Vocabulary(data["values"], data["counts"])
+
+
+def save_vocabularies(vocabs: dict[str, Vocabulary], path: Path) -> None:
+    path.write_text(json.dumps({name: v.to_json() for name, v in vocabs.items()}, ensure_ascii=False))
+
+
+def load_vocabularies(path: Path) -> dict[str, Vocabulary]:
+    return {name: Vocabulary.from_json(d) for name, d in json.loads(path.read_text()).items()}

@@ -1,0 +1,81 @@
+"""Executors run the E-step (and decoding) over a batch of examples. The driver is handed one and
+never knows where the work runs: LocalExecutor uses this machine's cores through numba threads;
+emc.dist offers one on a Dask cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior
+from emc.runtime.params import ParamState
+from emc.runtime.problem import Problem
+
+
+@dataclass
+class EStepResult:
+    counts: np.ndarray  # expected counts, laid out like theta
+    log_z: np.ndarray  # log Z of each example of the batch (log best score under max)
+
+
+def chunk_bounds(lengths: np.ndarray, chunks: int) -> np.ndarray:
+    """Cut a sequence of examples into `chunks` contiguous runs of about equal total length."""
+    chunks = max(1, min(chunks, len(lengths)))
+    cumulative = np.concatenate([[0], np.cumsum(lengths + 1)])
+    targets = cumulative[-1] * np.arange(chunks + 1) / chunks
+    bounds = np.searchsorted(cumulative, targets, side="left")
+    bounds[0], bounds[-1] = 0, len(lengths)
+    return np.maximum.accumulate(bounds).astype(np.int64)
+
+
+class LocalExecutor:
+    """The E-step on this machine: examples are cut into one chunk per thread, each chunk sums
+    into its own count buffer, and the buffers are added in chunk order (deterministic)."""
+
+    def __init__(self, problem: Problem, threads: int | None = None):
+        self.problem = problem
+        self.threads = threads or numba.get_num_threads()
+        self.lengths = problem.corpus.lengths()
+
+    def prepare(self, params: ParamState) -> np.ndarray:
+        return self.problem.model.module.prepare(self.problem.meta, params.abi())
+
+    def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
+        p = self.problem
+        examples = np.ascontiguousarray(examples, np.int64)
+        bounds = chunk_bounds(self.lengths[examples], self.threads)
+        counts = np.zeros((len(bounds) - 1, p.layout.size))
+        log_z = np.empty(len(examples))
+        numba.set_num_threads(self.threads)
+        batch_estep(p.model.module.estep_example, examples, bounds, np.ascontiguousarray(weights, np.float64),
+                    p.ints, p.array_bounds, p.meta, params.abi(), self.prepare(params), semiring, counts, log_z)
+        total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
+        return EStepResult(total, log_z)
+
+    def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """The best structure of each example, and its log score."""
+        p = self.problem
+        examples = np.ascontiguousarray(examples, np.int64)
+        sizes = p.model.data.decoded_length(p.corpus, p.model.checked)[examples]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        out = np.zeros(offsets[-1], np.int32)
+        scores = np.empty(len(examples))
+        numba.set_num_threads(self.threads)
+        batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+                     params.abi(), self.prepare(params), out, scores)
+        return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
+
+    def posterior(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Posterior part marginals of each example (in the structure's encoding), and log Z."""
+        p = self.problem
+        examples = np.ascontiguousarray(examples, np.int64)
+        sizes = p.model.data.posterior_length(p.corpus, p.model.checked, p.args)[examples]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        out = np.zeros(offsets[-1])
+        scores = np.empty(len(examples))
+        numba.set_num_threads(self.threads)
+        batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+                        params.abi(), self.prepare(params), out, scores)
+        return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores

@@ -1,0 +1,137 @@
+"""The one EM driver: runs any variant (emc.runtime.variants) over any compiled model.
+
+A variant sees the model only through the executor (E-step, decode) and the M-step, so a new
+structure gets every variant for free. The driver owns what is common: the initial parameters, the
+loop, convergence, evaluation against gold, progress records and checkpoints.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.mstep import log_prior
+from emc.runtime.params import ParamState, random_init
+from emc.runtime.problem import Problem
+from emc.runtime.settings import FitSettings
+from emc.spec.errors import EmcError
+
+
+class FitError(EmcError):
+    """EM met something it cannot continue from (an impossible example, a NaN)."""
+
+
+@dataclass
+class FitState:
+    """Everything needed to continue a fit exactly where it stopped (see emc.runtime.checkpoint)."""
+
+    params: ParamState
+    rng: np.random.Generator
+    step: int = 0  # iterations (batch-style) or passes (online) done
+    objective: float | None = None
+    converged: bool = False
+    history: list[dict] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # the variant's own state
+
+
+@dataclass
+class FitResult:
+    params: ParamState
+    objective: float
+    history: list[dict]
+    metrics: dict[str, float]
+
+
+def example_weights(problem: Problem, settings: FitSettings) -> np.ndarray:
+    """Per-example weight of the expected counts: labeled examples --labeled-weight, unlabeled
+    ones lambda (--unlabeled-weight), as in Nigam et al. (2000)."""
+    mask = problem.corpus.labeled_mask
+    if mask is None:
+        return np.full(problem.n_examples, settings.unlabeled_weight)
+    return np.where(mask, settings.labeled_weight, settings.unlabeled_weight).astype(np.float64)
+
+
+def check_log_z(problem: Problem, examples: np.ndarray, log_z: np.ndarray) -> None:
+    bad = np.flatnonzero(~np.isfinite(log_z))
+    if not len(bad):
+        return
+    q = bad[0]
+    line = int(problem.corpus.lines[examples[q]])
+    reason = ("is NaN: the parameters hold a NaN or an infinity" if np.isnan(log_z[q]) else
+              "has probability 0 under the model: every structure is ruled out (by a tag dictionary, a "
+              "labeled structure that the model forbids, or parameters that are exactly 0)")
+    more = f" ({len(bad) - 1} more examples like it)" if len(bad) > 1 else ""
+    raise FitError(f"{problem.corpus.path}:{line}: error: the example on this line {reason}{more}")
+
+
+class Objective:
+    """The objective of a batch of examples: weighted log Z plus the log prior (MAP)."""
+
+    def __init__(self, problem: Problem, settings: FitSettings):
+        self.problem = problem
+        self.settings = settings
+
+    def __call__(self, params: ParamState, examples: np.ndarray, log_z: np.ndarray, weights: np.ndarray) -> float:
+        check_log_z(self.problem, examples, log_z)
+        return float(np.dot(weights, log_z)) + log_prior(self.problem.layout, params, self.settings.regularizers)
+
+
+def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None = None,
+        observer: Callable[[dict], None] | None = None, init: ParamState | None = None,
+        state: FitState | None = None, after_step: Callable[[FitState], None] | None = None) -> FitResult:
+    """Run EM. `init` replaces the random start; `state` resumes a checkpointed fit; `observer`
+    receives one record per iteration or pass; `after_step` (checkpointing) the state after it."""
+    from emc.runtime.variants import make_variant
+
+    executor = executor or LocalExecutor(problem, settings.threads or None)
+    variant = make_variant(settings.algorithm, problem, executor, settings)
+    if state is None:
+        rng = np.random.default_rng(settings.seed)
+        params = init if init is not None else random_init(problem.layout, problem.fixed_theta, rng, settings.init_noise)
+        state = FitState(params=params, rng=rng)
+        variant.start(state)
+    evaluate = Evaluator(problem, executor)
+    started = time.perf_counter() - (state.history[-1]["seconds_total"] if state.history else 0.0)
+    while not variant.finished(state):
+        t0 = time.perf_counter()
+        record = variant.step(state)
+        elapsed = time.perf_counter() - t0
+        previous = state.objective
+        state.objective = record["objective"]
+        state.step += 1
+        change = None if previous is None else (state.objective - previous) / max(abs(previous), 1e-300)
+        record.update({"change": change, "seconds": elapsed, "seconds_total": time.perf_counter() - started,
+                       "examples_per_second": record.get("examples", problem.n_examples) / max(elapsed, 1e-9)})
+        if settings.eval_every and state.step % settings.eval_every == 0:
+            record.update(evaluate(state.params))
+        if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance and variant.converges:
+            state.converged = True
+        state.history.append(record)
+        if observer:
+            observer(record)
+        if after_step:
+            after_step(state)
+    final = variant.final_objective(state)
+    metrics = evaluate(state.params)
+    return FitResult(state.params, final, state.history, metrics)
+
+
+class Evaluator:
+    """Scores parameters against the corpus's gold annotations (nothing when it has none)."""
+
+    def __init__(self, problem: Problem, executor: LocalExecutor):
+        self.problem = problem
+        self.executor = executor
+        self.examples = np.arange(problem.n_examples)
+        data = problem.model.data
+        self.enabled = bool(problem.corpus.gold) and hasattr(data, "evaluate")
+
+    def __call__(self, params: ParamState) -> dict[str, float]:
+        if not self.enabled:
+            return {}
+        p = self.problem
+        decoded, _ = self.executor.decode(params, self.examples)
+        return p.model.data.evaluate(p.corpus, p.model.checked, decoded, p.labels)

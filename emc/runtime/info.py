@@ -1,0 +1,84 @@
+"""`emc info`: what the compiler derived from a spec, in words (and, with data, in sizes)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from emc.codegen.layout import array_names
+from emc.runtime.compiled import cache_dir, load_module
+from emc.spec.check import CheckedModel, check
+from emc.spec.parse import parse_file
+
+DP_COST = {
+    "chain": ("forward-backward (Viterbi for decoding) in linear space with rescaling",
+              lambda args: f"O(n K^{args['order'] + 1}) per sentence of n tokens, K = {args['states']} states"),
+    "segmentation": ("semi-Markov forward-backward over segment ends",
+                     lambda args: f"O(n L) per utterance of n symbols, L = maxlen = {args['maxlen']}"),
+    "alignment": ("per-target-word posteriors over source positions (a chain over them with jump=yes)",
+                  lambda args: "O(m l) per pair" + (" (O(m l^2) with jumps)" if args.get("jump") else "")),
+    "spantree": ("inside-outside over binary bracketings", lambda args: "O(n^3) per sentence of n tokens"),
+    "label": ("one posterior over the classes", lambda args: f"O(K n) per example of n tokens, K = {args['classes']}"),
+}
+
+
+def describe(spec_path: str, data: str | None, overrides: dict[str, Any], options: dict[str, Any]) -> str:
+    model = check(parse_file(spec_path), overrides)
+    lines = _describe_model(model)
+    module = load_module(model)
+    lines.append(f"generated code: module {module.__name__} in {cache_dir()} "
+                 f"(`emc compile {spec_path}` writes it to generated/{model.name}.py)")
+    lines.append(f"packed arrays: {', '.join(array_names(model))}")
+    if data:
+        lines += _describe_data(model, data, options)
+    return "\n".join(lines)
+
+
+def _describe_model(model: CheckedModel) -> list[str]:
+    b = model.binding
+    s = model.structure
+    args = ", ".join(f"{k}={v}" for k, v in b.args.items())
+    lines = [f"model {model.name}",
+             f"observed: {', '.join(f'{n} ({k})' for n, k in model.observed.items())}",
+             f"latent {b.latent}: {s.name}({args}): {s.help}",
+             "parts and their attributes:"]
+    for path, attr in s.attributes(b).items():
+        views = "; observed views apply (.lower, .suffix(n), ...)" if attr.tokens_of else ""
+        lines.append(f"  {path:16s} {attr.role:8s} values in {attr.space}: {attr.help}{views}")
+    lines.append("factors (each multiplies into its slot's part scores):")
+    for f in model.factors:
+        reg = []
+        if f.smoothing:
+            reg.append(f"smooth add({f.smoothing:g})")
+        if f.prior:
+            reg.append(f"prior {f.prior.kind}({f.prior.alpha:g}" + (f", {f.prior.beta:g})" if f.prior.beta else ")"))
+        shared = f", shares table '{f.table}'" if f.table != f.name else ""
+        lines.append(f"  {f.name}: {f.signature} [{f.kind}{shared}] -> {f.slot} slot; rows over "
+                     f"{' x '.join(f.context_spaces) or '(one row)'}, outcomes over {' x '.join(f.outcome_spaces)}"
+                     + (f"; {', '.join(reg)}" if reg else ""))
+    dp, cost = DP_COST[s.name]
+    lines.append(f"DP: {dp}; cost {cost(b.args)}")
+    return lines
+
+
+def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, Any]) -> list[str]:
+    from emc.runtime.problem import Model, bind
+
+    model = Model.from_checked(model_checked)
+    vocabs: dict = {}
+    corpus = model.read(path, options, vocabs)
+    corpus = corpus.subset(corpus.nonempty())
+    problem = bind(model, corpus, vocabs, options)
+    lengths = corpus.lengths()
+    lines = [f"data {path}: {len(corpus)} examples, {int(lengths.sum())} tokens (mean length "
+             f"{lengths.mean():.1f}, max {lengths.max()})"]
+    for name, size in sorted(problem.sizes.items()):
+        lines.append(f"  space {name}: {size} values")
+    total = 0
+    for t in problem.layout.tables:
+        mib = t.size * 8 / 2**20
+        total += t.size
+        lines.append(f"  table {t.name} ({t.kind}): {t.rows} rows x {t.outcomes} outcomes = {t.size} entries, {mib:.1f} MiB")
+    lines.append(f"  parameters: {total} entries ({total * 8 / 2**20:.1f} MiB; expected counts need one such "
+                 f"buffer per thread); packed data {problem.ints.nbytes / 2**20:.1f} MiB")
+    return lines

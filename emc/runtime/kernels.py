@@ -1,0 +1,40 @@
+"""The runtime's compiled loops over examples, written once against the E-step ABI
+(emc/codegen/abi.py) and cached: any generated model plugs in through a function pointer.
+
+Parallel loops run over a fixed partition of the examples into chunks, each with its own count
+buffer, reduced in chunk order: results do not depend on which thread ran which chunk, so a run
+is bit-identical to another with the same seed and thread count.
+"""
+import numpy as np
+from numba import njit, prange, types
+
+from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS,
+                             POSTERIOR_FUNCTION)
+
+I64 = types.int64[::1]
+F64 = types.float64[::1]
+
+
+@njit(types.void(ESTEP_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
+                 types.float64[:, ::1], F64), cache=True, parallel=True)
+def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
+    """Expected counts of examples[bounds[c]:bounds[c+1]] into counts[c]; log Z per example."""
+    for c in prange(counts.shape[0]):
+        buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
+        for q in range(bounds[c], bounds[c + 1]):
+            log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
+
+
+@njit(types.void(DECODE_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
+      cache=True, parallel=True)
+def batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+    """The best structure of each example into out[out_offsets[q]:out_offsets[q+1]]."""
+    for q in prange(examples.shape[0]):
+        scores[q] = decode(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
+
+
+@njit(types.void(POSTERIOR_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, F64, F64),
+      cache=True, parallel=True)
+def batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+    for q in prange(examples.shape[0]):
+        scores[q] = posterior(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])

@@ -1,0 +1,109 @@
+"""A saved model is a directory:
+
+    spec.em       the spec, as fitted (with the command line's overrides in run.json)
+    params.npz    `theta` (every table, flat) and one array per table, shaped (outcomes, rows)
+    vocab.json    the vocabularies, so new data is encoded as in training
+    run.json      settings, structure arguments, state names, sizes, final objective and metrics
+    log.jsonl     one JSON object per iteration or pass
+
+Every file is written to a temporary name and renamed, so a kill never leaves a half-written one.
+`emc decode RUN` and `emc fit --init RUN` reload it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import emc
+from emc.io.vocab import Vocabulary, load_vocabularies, save_vocabularies
+from emc.runtime.params import ParamLayout, ParamState
+from emc.runtime.problem import Model, Problem
+from emc.runtime.settings import FitSettings
+from emc.spec.errors import EmcError
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
+    theta = params.weights(layout)
+    tables = {f"table_{t.name}": t.matrix(theta) for t in layout.tables}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
+    os.close(fd)
+    np.savez(tmp, theta=theta, **tables)
+    os.replace(tmp, path)
+
+
+def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
+             options: dict[str, Any], objective: float, metrics: dict[str, float], history: list[dict]) -> None:
+    run.mkdir(parents=True, exist_ok=True)
+    spec = problem.model.checked.spec
+    atomic_write(run / "spec.em", spec.text)
+    save_params(run / "params.npz", params, problem.layout)
+    tmp = run / ".vocab.json.tmp"
+    save_vocabularies(problem.vocabs, tmp)
+    os.replace(tmp, run / "vocab.json")
+    info = {
+        "emc_version": emc.__version__,
+        "model": problem.model.name,
+        "structure": problem.model.checked.structure.name,
+        "spec_path": spec.path,
+        "overrides": overrides,
+        "args": problem.args,
+        "labels": problem.labels,
+        "vocab_sizes": {name: len(v) for name, v in problem.vocabs.items()},
+        "sizes": problem.sizes,
+        "settings": settings.to_json(),
+        "options": {k: v for k, v in options.items() if _jsonable(v)},
+        "examples": problem.n_examples,
+        "objective": objective,
+        "metrics": metrics,
+    }
+    atomic_write(run / "run.json", json.dumps(info, indent=2))
+    atomic_write(run / "log.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except TypeError:
+        return False
+
+
+@dataclass
+class SavedRun:
+    path: Path
+    info: dict[str, Any]
+    model: Model
+    vocabs: dict[str, Vocabulary]
+    theta: np.ndarray
+
+    @property
+    def trained(self) -> dict[str, Any]:
+        return {"args": self.info["args"], "labels": self.info["labels"], "vocab_sizes": self.info["vocab_sizes"]}
+
+
+def load_run(run: str | Path) -> SavedRun:
+    run = Path(run)
+    for name in ("spec.em", "params.npz", "vocab.json", "run.json"):
+        if not (run / name).exists():
+            raise EmcError(f"{run}: not a saved model (no {name}); `emc fit ... --out {run}` writes one")
+    info = json.loads((run / "run.json").read_text())
+    model = Model.from_text((run / "spec.em").read_text(encoding="utf-8"), str(run / "spec.em"), info["overrides"])
+    with np.load(run / "params.npz") as npz:
+        theta = npz["theta"]
+    return SavedRun(run, info, model, load_vocabularies(run / "vocab.json"), theta)

@@ -1,0 +1,71 @@
+"""M-step normalisers, one per prior, and the log-prior term of the MAP objective.
+
+Rows are the (context) rows of each learned table. Without a prior a row is its expected counts
+normalised (maximum likelihood). `smooth add(a)` adds a to every count (MAP under a symmetric
+Dirichlet(1 + a)); `prior dirichlet(alpha)` is the MAP estimate max(c + alpha - 1, 0) normalised;
+`prior sparse(alpha, beta)` is the smoothed-L0 prior of Vaswani, Pauls & Chiang (2010), in
+emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emc.runtime.params import ParamLayout, ParamState, TableLayout
+
+# Parameters are kept above this floor by the sparse prior; it also bounds log-prior terms.
+FLOOR = 1e-7
+
+
+def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None) -> ParamState:
+    """New parameters from expected counts (learned tables); fixed tables and weights are kept.
+    `overrides` maps a table name to (smoothing, prior) replacing the spec's (the CLI's
+    --smooth / --prior)."""
+    theta = previous.weights(layout)
+    for t in layout.learned():
+        smoothing, prior = _regularizer(t, overrides)
+        m_counts = t.matrix(counts)
+        t.matrix(theta)[:] = maximize_table(m_counts, smoothing, prior, t.matrix(theta))
+    return ParamState.plain(theta, layout)
+
+
+def _regularizer(t: TableLayout, overrides: dict | None):
+    if overrides and t.name in overrides:
+        return overrides[t.name]
+    return t.smoothing, t.prior
+
+
+def maximize_table(counts: np.ndarray, smoothing: float, prior, current: np.ndarray) -> np.ndarray:
+    """The M-step for one table, counts given as (outcomes, rows)."""
+    if prior is not None and prior.kind == "sparse":
+        from emc.runtime.sparse_prior import maximize_sparse
+        return maximize_sparse(counts + smoothing, prior.alpha, prior.beta)
+    c = counts + smoothing
+    if prior is not None and prior.kind == "dirichlet":
+        c = np.maximum(c + prior.alpha - 1.0, 0.0)
+    total = c.sum(axis=0)
+    out = np.empty_like(c)
+    empty = total <= 0
+    out[:, empty] = 1.0 / c.shape[0]
+    out[:, ~empty] = c[:, ~empty] / total[~empty]
+    return out
+
+
+def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = None) -> float:
+    """The log-prior term of the MAP objective (up to a constant), so that batch EM is monotone
+    in log-likelihood + log-prior."""
+    weights = None
+    total = 0.0
+    for t in layout.learned():
+        smoothing, prior = _regularizer(t, overrides)
+        if not smoothing and prior is None:
+            continue
+        if weights is None:
+            weights = params.weights(layout)
+        p = t.matrix(weights)
+        if smoothing:
+            total += smoothing * float(np.log(np.maximum(p, 1e-300)).sum())
+        if prior is not None and prior.kind == "dirichlet":
+            total += (prior.alpha - 1.0) * float(np.log(np.maximum(p, 1e-300)).sum())
+        elif prior is not None and prior.kind == "sparse":
+            total += prior.alpha * float(np.exp(-p / prior.beta).sum())
+    return total

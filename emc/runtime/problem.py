@@ -1,0 +1,189 @@
+"""A model, and a model bound to a corpus (a Problem): the packed arrays, the parameter layout
+and the meta values its generated code reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from emc.codegen.layout import token_array_name, token_attributes
+from emc.io.corpus import Corpus
+from emc.io.vocab import Vocabulary
+from emc.runtime.compiled import load_module
+from emc.runtime.params import ParamLayout
+from emc.spec.check import CheckedModel, check, evaluate_weight
+from emc.spec.errors import DataError, EmcError
+from emc.spec.parse import parse_file, parse_text
+from emc.structures.registry import data_for
+
+
+@dataclass
+class Model:
+    """A checked spec with its compiled module."""
+
+    checked: CheckedModel
+    module: ModuleType
+
+    @staticmethod
+    def from_file(path: str | Path, overrides: dict[str, Any] | None = None) -> "Model":
+        return Model.from_checked(check(parse_file(path), overrides))
+
+    @staticmethod
+    def from_text(text: str, path: str = "<spec>", overrides: dict[str, Any] | None = None) -> "Model":
+        return Model.from_checked(check(parse_text(text, path), overrides))
+
+    @staticmethod
+    def from_checked(checked: CheckedModel) -> "Model":
+        return Model(checked, load_module(checked))
+
+    @property
+    def data(self) -> ModuleType:
+        return data_for(self.checked.structure.name)
+
+    @property
+    def name(self) -> str:
+        return self.checked.name
+
+    def read(self, path: str, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:
+        return self.data.read(self.checked, path, options, vocabs)
+
+
+@dataclass
+class Problem:
+    """A model bound to the examples EM runs on."""
+
+    model: Model
+    corpus: Corpus
+    args: dict[str, Any]
+    vocabs: dict[str, Vocabulary]
+    labels: dict[str, list[str]]
+    sizes: dict[str, int]
+    layout: ParamLayout
+    meta: np.ndarray
+    ints: np.ndarray
+    array_bounds: np.ndarray
+    fixed_theta: np.ndarray = field(repr=False)
+
+    @property
+    def n_examples(self) -> int:
+        return len(self.corpus)
+
+    def hapax(self) -> dict[str, np.ndarray]:
+        """Ids of the values seen exactly once in training, per vocabulary."""
+        return {name: np.flatnonzero(v.counts == 1) for name, v in self.vocabs.items()}
+
+
+def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: dict[str, Any],
+         trained: dict[str, Any] | None = None) -> Problem:
+    """Pack a corpus for a model. At fit time (`trained` None) vocabularies are counted and the
+    structure's arguments may be set from the data (a chain's states from a tag dictionary); at
+    decode time `trained` holds the fitted run's args, labels and vocabulary sizes, and every id
+    the model was not trained on becomes `<unk>` (0)."""
+    checked = model.checked
+    data = model.data
+    views = _views(checked, corpus, vocabs)
+    if trained is None:
+        args = dict(checked.binding.args)
+        labels = {}
+        names = data.state_labels(checked, options, corpus) if hasattr(data, "state_labels") else None
+        if names:
+            args["states"] = len(names)
+            labels["states"] = names
+        for name, ids in _vocab_ids(checked, corpus, views).items():
+            vocabs[name].count(ids)
+    else:
+        args, labels, vocab_sizes = trained["args"], trained["labels"], trained["vocab_sizes"]
+        _freeze(checked, corpus, views, vocab_sizes)
+    structural = data.pack(checked, corpus, args, labels, options, vocabs, None if trained is None else vocab_sizes)
+    if trained is None:
+        vocab_sizes = {name: len(v) for name, v in vocabs.items()}
+    sizes = dict(vocab_sizes)
+    sizes.update(data.space_sizes(checked, args))
+    layout = ParamLayout.build(checked, sizes)
+    arrays = dict(structural)
+    for attr in token_attributes(checked):
+        arrays[token_array_name(attr)] = views[token_array_name(attr)]
+    ints, bounds = _concatenate([arrays[name] for name in model.module.ARRAYS])
+    meta = layout.meta(checked, args, sizes)
+    problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size))
+    problem.fixed_theta = fixed_tables(problem, options)
+    return problem
+
+
+def _views(checked: CheckedModel, corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:
+    """Token id arrays for every token space the factors read (views computed per type, once)."""
+    out = {}
+    for attr in token_attributes(checked):
+        base = corpus.fields[attr.attribute.tokens_of]
+        if attr.views:
+            vocab = vocabs.setdefault(attr.space, Vocabulary())
+            out[token_array_name(attr)] = base.view(attr.views, vocab).ids
+        else:
+            vocabs.setdefault(attr.space, base.vocab)
+            out[token_array_name(attr)] = base.ids
+    return out
+
+
+def _vocab_ids(checked: CheckedModel, corpus: Corpus, views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {attr.space: views[token_array_name(attr)] for attr in token_attributes(checked)}
+
+
+def _freeze(checked: CheckedModel, corpus: Corpus, views: dict[str, np.ndarray], vocab_sizes: dict[str, int]) -> None:
+    for attr in token_attributes(checked):
+        ids = views[token_array_name(attr)]
+        size = vocab_sizes.get(attr.space, 0)
+        views[token_array_name(attr)] = np.where(ids < size, ids, 0).astype(np.int32)
+
+
+def _concatenate(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    bounds = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum([len(a) for a in arrays], out=bounds[1:])
+    if bounds[-1] >= 2**31:
+        raise EmcError("the corpus is too large to pack into 32-bit arrays; split it")
+    ints = np.empty(bounds[-1], np.int32)
+    for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:]):
+        if len(a) and (a.max() >= 2**31 or a.min() < -2**31):
+            raise EmcError("a packed value does not fit 32 bits")
+        ints[lo:hi] = a
+    return ints, bounds
+
+
+def fixed_tables(problem: Problem, options: dict[str, Any]) -> np.ndarray:
+    """theta with the fixed tables filled in: weights evaluated over their attribute domains,
+    fixed blocks read from their files (spec path or --fixed NAME=FILE). Learned tables are 0."""
+    theta = np.zeros(problem.layout.size)
+    checked = problem.model.checked
+    data = problem.model.data
+    for factor in checked.tables():
+        table = problem.layout.table(factor.table)
+        if factor.kind == "weight":
+            domains = [(a.text, _numeric_values(data, checked, a.space, problem.args, problem.sizes[a.space]))
+                       for a in factor.outcome]
+            grid = np.indices([len(v) for _, v in domains]).reshape(len(domains), -1).T
+            values = [evaluate_weight(factor.expr, {name: float(dom[i]) for (name, dom), i in zip(domains, idx)})
+                      for idx in grid]
+            theta[table.entries] = values
+        elif factor.kind == "fixed":
+            theta[table.entries] = _read_fixed(problem, factor, options)
+    return theta
+
+
+def _numeric_values(data: ModuleType, checked: CheckedModel, space: str, args: dict, size: int) -> np.ndarray:
+    """The numeric value of each index of a numeric space (index = value unless the structure
+    says otherwise, e.g. jumps offset to be non-negative)."""
+    if hasattr(data, "numeric_values"):
+        return data.numeric_values(checked, space, args, size)
+    return np.arange(size, dtype=np.float64)
+
+
+def _read_fixed(problem: Problem, factor, options: dict[str, Any]) -> np.ndarray:
+    path = (options.get("fixed") or {}).get(factor.name) or factor.fixed_path
+    if path is None:
+        raise EmcError(f"block '{factor.name}' is fixed: give its file with --fixed {factor.name}=FILE")
+    if not hasattr(problem.model.data, "read_fixed"):
+        raise DataError(path, None, f"the {problem.model.checked.structure.name} structure has no reader for fixed blocks")
+    return problem.model.data.read_fixed(problem, factor, path)

@@ -1,0 +1,44 @@
+"""Everything that configures a fit, with its default; `emc fit --help` is written from these."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class FitSettings:
+    algorithm: str = "batch"
+    iterations: int = 100  # batch-style variants: at most this many iterations
+    passes: int = 10  # online variants: passes over the data
+    tolerance: float = 1e-6  # stop when the relative objective change falls below this (0: never)
+    seed: int = 1
+    init_noise: float = 1.0  # initial rows proportional to 1 + init_noise * U(0, 1)
+    threads: int = 0  # 0: numba's default (all cores)
+    eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)
+    # online EM (Liang & Klein 2009)
+    alpha: float = 0.7  # stepwise step size eta_k = (k + 2) ^ -alpha, 0.5 < alpha <= 1
+    batch_size: int = 1  # examples per mini-batch (m)
+    # annealing (Smith & Eisner 2004)
+    beta_min: float = 1e-4
+    beta_factor: float = 1.2
+    # semi-supervised EM (Nigam et al. 2000)
+    labeled_weight: float = 1.0
+    unlabeled_weight: float = 1.0  # lambda
+    restarts: int = 1
+    # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
+    regularizers: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["regularizers"] = {name: [s, None if p is None else asdict(p)] for name, (s, p) in self.regularizers.items()}
+        return data
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "FitSettings":
+        from emc.spec.check import Prior
+
+        known = {f.name for f in fields(FitSettings)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["regularizers"] = {name: (s, None if p is None else Prior(**p))
+                                  for name, (s, p) in data.get("regularizers", {}).items()}
+        return FitSettings(**values)

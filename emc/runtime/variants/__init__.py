@@ -1,0 +1,24 @@
+"""EM variants, each written once against the executor (E-step) and the M-step.
+
+A variant implements:
+    start(state)            set up its own state in state.extra
+    step(state) -> record   one iteration (batch-style) or one pass (online); updates
+                            state.params and returns at least {"objective": ...}
+    finished(state)         whether to stop
+    final_objective(state)  the objective of the final parameters
+and says whether relative-objective convergence applies (`converges`).
+"""
+from __future__ import annotations
+
+from emc.runtime.variants.base import Variant
+from emc.runtime.variants.batch import Batch
+
+VARIANTS: dict[str, type[Variant]] = {v.name: v for v in (Batch,)}
+
+
+def make_variant(name: str, problem, executor, settings) -> Variant:
+    from emc.spec.errors import EmcError
+
+    if name not in VARIANTS:
+        raise EmcError(f"unknown algorithm '{name}' (choose from {', '.join(VARIANTS)})")
+    return VARIANTS[name](problem, executor, settings)

@@ -1,0 +1,43 @@
+"""What every variant shares: the full E-step and the batch M-step."""
+from __future__ import annotations
+
+import numpy as np
+
+from emc.runtime.executor import EStepResult, LocalExecutor
+from emc.runtime.fit import FitState, Objective, example_weights
+from emc.runtime.mstep import maximize
+from emc.runtime.params import ParamState
+from emc.runtime.problem import Problem
+from emc.runtime.settings import FitSettings
+from emc.structures.semiring import SUM
+
+
+class Variant:
+    name = ""
+    paper = ""
+    converges = True  # relative-objective convergence applies
+
+    def __init__(self, problem: Problem, executor: LocalExecutor, settings: FitSettings):
+        self.problem = problem
+        self.executor = executor
+        self.settings = settings
+        self.all = np.arange(problem.n_examples, dtype=np.int64)
+        self.weights = example_weights(problem, settings)
+        self.objective = Objective(problem, settings)
+
+    def start(self, state: FitState) -> None:
+        pass
+
+    def finished(self, state: FitState) -> bool:
+        return state.converged or state.step >= self.settings.iterations
+
+    def full_estep(self, params: ParamState, semiring: int = SUM, examples: np.ndarray | None = None) -> tuple[EStepResult, float]:
+        examples = self.all if examples is None else examples
+        result = self.executor.estep(params, examples, semiring, self.weights[examples])
+        return result, self.objective(params, examples, result.log_z, self.weights[examples])
+
+    def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:
+        return maximize(self.problem.layout, counts, params, self.settings.regularizers)
+
+    def final_objective(self, state: FitState) -> float:
+        return self.full_estep(state.params)[1]

@@ -1,0 +1,16 @@
+"""Batch EM (Dempster, Laird & Rubin 1977): expected counts over the whole corpus, then the
+M-step. The objective (log-likelihood + log prior) never decreases."""
+from __future__ import annotations
+
+from emc.runtime.fit import FitState
+from emc.runtime.variants.base import Variant
+
+
+class Batch(Variant):
+    name = "batch"
+    paper = "Dempster, Laird & Rubin 1977"
+
+    def step(self, state: FitState) -> dict:
+        result, objective = self.full_estep(state.params)
+        state.params = self.mstep(result.counts, state.params)
+        return {"iteration": state.step + 1, "objective": objective}

@@ -1,0 +1,610 @@
+"""Semantic checks over the IR, with positions: a separate pass after parsing.
+
+`check(spec)` resolves every name against the structure's declared attributes and the view
+registry, assigns every block to a slot of the structure's DP, evaluates option arguments, and
+returns a `CheckedModel`; or raises one SpecError listing every problem with file:line:column,
+the line, a caret and a did-you-mean hint.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from emc.io.views import MAX_VIEW_LENGTH, VIEWS, view_key
+from emc.spec import ir
+from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
+from emc.structures.base import ArgSpec, Attribute, Binding, SlotError, Structure
+from emc.structures.registry import STRUCTURES
+
+OBSERVED_KINDS = {"tokens": "one example per line, tokens separated by whitespace",
+                  "symbols": "one example per line, every non-space character a symbol"}
+WEIGHT_FUNCTIONS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt}
+PRIORS = {"dirichlet": ("alpha",), "sparse": ("alpha", "beta")}
+SMOOTHERS = {"add": ("value",)}
+_TRUE, _FALSE = ("yes", "true", "on"), ("no", "false", "off")
+
+
+@dataclass(frozen=True)
+class ResolvedAttr:
+    """An attribute reference resolved against the structure: the structure's attribute, plus the
+    chain of observed views applied to it (`x.suffix(3)` -> attribute x, views (('suffix', 3),))."""
+
+    text: str
+    attribute: Attribute
+    views: tuple[tuple[str, int | None], ...]
+    pos: ir.Pos
+
+    @property
+    def space(self) -> str:
+        return self.attribute.space + view_key(self.views)
+
+
+@dataclass(frozen=True)
+class Prior:
+    kind: str  # "dirichlet" | "sparse"
+    alpha: float
+    beta: float | None = None
+
+
+@dataclass
+class Factor:
+    """One multiplicative factor of a part's score: a learned or fixed block, or a fixed weight.
+
+    `table` names the parameter table the factor reads; blocks that share parameters (`shares`)
+    read the same table and pool their counts.
+    """
+
+    name: str
+    kind: str  # "learned" | "fixed" | "weight"
+    table: str
+    slot: str
+    outcome: tuple[ResolvedAttr, ...]
+    context: tuple[ResolvedAttr, ...]
+    outcome_spaces: tuple[str, ...]
+    context_spaces: tuple[str, ...]
+    pos: ir.Pos
+    smoothing: float = 0.0
+    prior: Prior | None = None
+    fixed_path: str | None = None
+    expr: ir.Expr | None = None
+
+    @property
+    def signature(self) -> str:
+        out = ", ".join(a.text for a in self.outcome)
+        if self.kind == "weight":
+            return ir.expr_text(self.expr)
+        return f"P({out} | {', '.join(a.text for a in self.context)})" if self.context else f"P({out})"
+
+
+@dataclass
+class CheckedModel:
+    """A spec that passed every check, with everything resolved for the code generator."""
+
+    spec: ir.Spec
+    binding: Binding
+    observed: dict[str, str]  # name -> kind
+    factors: list[Factor]
+    params: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def structure(self) -> Structure:
+        return self.binding.structure
+
+    def tables(self) -> list[Factor]:
+        """The factors that own a parameter table (first use of each table), in spec order."""
+        seen: dict[str, Factor] = {}
+        for f in self.factors:
+            seen.setdefault(f.table, f)
+        return list(seen.values())
+
+
+def check(spec: ir.Spec, overrides: dict[str, Any] | None = None) -> CheckedModel:
+    """Check a parsed spec. `overrides` replace structure arguments or `param` values by name
+    (the CLI's --states / --set); a bad override is reported like a bad literal."""
+    return _Checker(spec, overrides or {}).run()
+
+
+class _Checker:
+    def __init__(self, spec: ir.Spec, overrides: dict[str, Any]):
+        self.spec = spec
+        self.sink = DiagnosticSink(spec.path, spec.text)
+        self.overrides = dict(overrides)
+        self.params: dict[str, float] = {}
+
+    def error(self, pos: ir.Pos, message: str, hint: str | None = None) -> None:
+        self.sink.error(pos, message, hint)
+
+    def run(self) -> CheckedModel:
+        spec = self.spec
+        if spec.model is None:
+            self.error(ir.Pos(1, 1, 1, 2), "a spec starts by naming its model", "write `model NAME` on the first line")
+        observed = self._observed()
+        self._params()
+        binding = self._latent(observed)
+        factors: list[Factor] = []
+        if binding is not None:
+            attributes = binding.structure.attributes(binding)
+            factors = self._blocks(binding, attributes) + self._weights(binding, attributes)
+            if not any(f.kind == "learned" for f in factors) and not self.sink.diagnostics:
+                pos = spec.latents[0].pos
+                self.error(pos, "the model has no learned block, so EM has nothing to estimate",
+                           "add one, e.g. `multinomial emit : P(x | z)`")
+        self.sink.raise_if_any()
+        if self.overrides:
+            names = [a.name for a in binding.structure.args] + list(self.params)
+            raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
+                           f"name (it has {one_of(names) if names else 'none'})")
+        return CheckedModel(spec, binding, observed, factors, self.params)
+
+    # --- observed, params, latent ----------------------------------------------------------
+    def _observed(self) -> dict[str, str]:
+        observed: dict[str, str] = {}
+        if not self.spec.observed:
+            self.error(self._after_model(), "the spec declares no observed data",
+                       "add e.g. `observed x : tokens`")
+        for obs in self.spec.observed:
+            if obs.name in observed:
+                self.error(obs.pos, f"'{obs.name}' is declared twice")
+                continue
+            if obs.kind not in OBSERVED_KINDS:
+                self.error(obs.kind_pos, f"unknown kind of observed data '{obs.kind}'",
+                           did_you_mean(obs.kind, OBSERVED_KINDS) or f"the kinds are {one_of(OBSERVED_KINDS)}")
+            observed[obs.name] = obs.kind
+        return observed
+
+    def _after_model(self) -> ir.Pos:
+        if self.spec.model:
+            p = self.spec.model.pos
+            return ir.Pos(p.line, 1, p.line, p.end_column)
+        return ir.Pos(1, 1, 1, 2)
+
+    def _params(self) -> None:
+        for p in self.spec.params:
+            if p.name in self.params:
+                self.error(p.name_pos, f"param '{p.name}' is declared twice")
+                continue
+            value = p.value
+            if p.name in self.overrides:
+                value = self._override_number(p.name, self.overrides.pop(p.name))
+            self.params[p.name] = value
+
+    def _override_number(self, name: str, raw: Any) -> float:
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise EmcError(f"--set {name}={raw}: not a number") from None
+
+    def _latent(self, observed: dict[str, str]) -> Binding | None:
+        latents = self.spec.latents
+        if not latents:
+            self.error(self._after_model(), "the spec declares no latent variable",
+                       "add e.g. `latent z : chain(x, states=45)`")
+            return None
+        for extra in latents[1:]:
+            self.error(extra.pos, "a model has exactly one latent variable",
+                       f"'{latents[0].name}' is declared on line {latents[0].pos.line}")
+        lat = latents[0]
+        if lat.name in observed:
+            self.error(lat.name_pos, f"'{lat.name}' is already an observed variable")
+        structure = STRUCTURES.get(lat.structure)
+        if structure is None:
+            self.error(lat.structure_pos, f"unknown structure '{lat.structure}'",
+                       did_you_mean(lat.structure, STRUCTURES) or f"the structures are {one_of(STRUCTURES)}")
+            return None
+        bound_observed = self._bind_observed(lat, structure, observed)
+        args = self._struct_args(lat, structure)
+        if bound_observed is None or args is None:
+            return None
+        return Binding(structure, lat.name, bound_observed, args)
+
+    def _bind_observed(self, lat: ir.Latent, structure: Structure, observed: dict[str, str]) -> dict[str, str] | None:
+        positional = [a for a in lat.args if a.form in ("positional", "from")]
+        ok = True
+        if structure.uses_from:
+            want = f"{structure.name}(TARGET from SOURCE, ...)"
+            if len(positional) != 1 or positional[0].form != "from":
+                pos = positional[0].pos if positional else lat.structure_pos
+                self.error(pos, f"{structure.name} takes the observed pair as `TARGET from SOURCE`", f"write {want}")
+                return None
+            target, source = positional[0].value
+            names = {"target": target, "source": source}
+            where = {"target": positional[0].pos, "source": positional[0].pos}
+        else:
+            if any(a.form == "from" for a in positional):
+                bad = next(a for a in positional if a.form == "from")
+                self.error(bad.pos, f"`from` is only for alignment; {structure.name} takes {structure.signature}")
+                return None
+            if len(positional) != len(structure.observed_roles):
+                pos = positional[len(structure.observed_roles)].pos if len(positional) > len(structure.observed_roles) else lat.structure_pos
+                self.error(pos, f"{structure.name} takes {len(structure.observed_roles)} observed variable(s), "
+                                f"not {len(positional)}", f"write {structure.signature}")
+                return None
+            names = {role: a.value for role, a in zip(structure.observed_roles, positional)}
+            where = {role: a.value_pos for role, a in zip(structure.observed_roles, positional)}
+        for role, name in names.items():
+            if name not in observed:
+                self.error(where[role], f"'{name}' is not an observed variable",
+                           did_you_mean(name, observed) or (f"declare it: `observed {name} : tokens`"))
+                ok = False
+            elif observed[name] not in structure.input_kinds:
+                self.error(where[role], f"{structure.name} needs observed data of kind "
+                                          f"{' or '.join(structure.input_kinds)}, but '{name}' is {observed[name]}",
+                           f"declare `observed {name} : {structure.input_kinds[0]}`")
+                ok = False
+        return names if ok else None
+
+    def _struct_args(self, lat: ir.Latent, structure: Structure) -> dict[str, Any] | None:
+        values: dict[str, Any] = {}
+        ok = True
+        for arg in lat.args:
+            if arg.form != "keyword":
+                continue
+            spec = structure.arg(arg.name)
+            if spec is None:
+                names = [a.name for a in structure.args]
+                self.error(arg.pos, f"{structure.name} has no argument '{arg.name}'",
+                           did_you_mean(arg.name, names) or (f"its arguments are {one_of(names)}" if names else f"it takes none: {structure.signature}"))
+                ok = False
+                continue
+            if arg.name in values:
+                self.error(arg.pos, f"argument '{arg.name}' is given twice")
+                ok = False
+                continue
+            value, problem = _coerce(spec, arg.value)
+            if problem:
+                self.error(arg.value_pos, f"{structure.name} argument {arg.name}: {problem}", f"{arg.name} must be {spec.describe()}")
+                ok = False
+                continue
+            values[arg.name] = value
+        for spec in structure.args:
+            if spec.name in self.overrides:
+                value, problem = _coerce(spec, self.overrides.pop(spec.name))
+                if problem:
+                    raise EmcError(f"--set {spec.name}: {problem}; {spec.name} must be {spec.describe()}")
+                values[spec.name] = value
+            if spec.name not in values:
+                if spec.default is None:
+                    self.error(lat.pos, f"{structure.name} needs the argument '{spec.name}' ({spec.help})",
+                               f"write {structure.signature}")
+                    ok = False
+                else:
+                    values[spec.name] = spec.default
+        return values if ok else None
+
+    # --- blocks --------------------------------------------------------------------------
+    def _blocks(self, binding: Binding, attributes: dict[str, Attribute]) -> list[Factor]:
+        factors: list[Factor] = []
+        by_name: dict[str, Factor] = {}
+        for block in self.spec.blocks:
+            if block.name in by_name or block.name in (binding.latent, *binding.observed.values()):
+                shares = block.option("shares")
+                self.error(block.name_pos, f"the name '{block.name}' is already used",
+                           "to tie parameters with a block, give this one a new name and add `shares "
+                           f"{block.name}`" if block.name in by_name and shares is None else None)
+                continue
+            outcome = self._resolve_all(block.outcome, attributes, binding)
+            context = self._resolve_all(block.context, attributes, binding)
+            if outcome is None or context is None:
+                continue
+            if not self._distinct(outcome + context):
+                continue
+            slot = self._slot(binding, block, outcome, context)
+            if slot is None:
+                continue
+            factor = Factor(
+                name=block.name, kind="learned", table=block.name, slot=slot, outcome=outcome, context=context,
+                outcome_spaces=tuple(binding.structure.table_space(binding, a.attribute, slot, True) + view_key(a.views) for a in outcome),
+                context_spaces=tuple(binding.structure.table_space(binding, a.attribute, slot, False) + view_key(a.views) for a in context),
+                pos=block.pos)
+            if self._options(block, factor, by_name):
+                by_name[block.name] = factor
+                factors.append(factor)
+        return factors
+
+    def _resolve_all(self, refs, attributes, binding) -> tuple[ResolvedAttr, ...] | None:
+        out = [self._resolve(ref, attributes, binding) for ref in refs]
+        return None if any(r is None for r in out) else tuple(out)
+
+    def _resolve(self, ref: ir.AttrRef, attributes: dict[str, Attribute], binding: Binding) -> ResolvedAttr | None:
+        steps = list(ref.steps)
+        path = ref.base
+        if ref.base not in attributes and not any(k.startswith(ref.base + ".") for k in attributes):
+            names = [binding.latent, *binding.observed.values()]
+            hint = did_you_mean(ref.base, names + list(attributes)) or f"the model's variables are {one_of(names)}"
+            if ref.base in self.params:
+                self.error(ref.pos, f"'{ref.base}' is a param (a number), not an attribute of the structure")
+            else:
+                self.error(ref.pos, f"unknown variable '{ref.base}'", hint)
+            return None
+        while steps and f"{path}.{steps[0].name}" in attributes and steps[0].arg is None:
+            path = f"{path}.{steps.pop(0).name}"
+        if path not in attributes:
+            bad = steps[0] if steps else None
+            options = [k for k in attributes if k.startswith(ref.base)]
+            wanted = f"{path}.{bad.name}" if bad else path
+            self.error(bad.pos if bad else ref.pos, f"unknown attribute '{wanted}'",
+                       did_you_mean(wanted, options) or f"the attributes are {one_of(options)}")
+            return None
+        attribute = attributes[path]
+        views: list[tuple[str, int | None]] = []
+        for step in steps:
+            if attribute.tokens_of is None:
+                self.error(step.pos, f"unknown attribute '{path}.{step.name}'",
+                           did_you_mean(f"{path}.{step.name}", attributes) or f"'{path}' has no attributes; views apply to observed tokens")
+                return None
+            view = VIEWS.get(step.name)
+            if view is None:
+                self.error(step.pos, f"unknown view '{step.name}' of '{path}'",
+                           did_you_mean(step.name, VIEWS) or f"the views are {one_of(VIEWS)}")
+                return None
+            if view.takes_length:
+                if step.arg is None:
+                    self.error(step.pos, f"the view '{step.name}' takes a length", f"write {path}.{step.name}(3)")
+                    return None
+                if not float(step.arg).is_integer() or not 1 <= step.arg <= MAX_VIEW_LENGTH:
+                    self.error(step.pos, f"the length of '{step.name}' must be a whole number from 1 to {MAX_VIEW_LENGTH}")
+                    return None
+                views.append((step.name, int(step.arg)))
+            else:
+                if step.arg is not None:
+                    self.error(step.pos, f"the view '{step.name}' takes no argument", f"write {path}.{step.name}")
+                    return None
+                views.append((step.name, None))
+        return ResolvedAttr(ref.text, attribute, tuple(views), ref.pos)
+
+    def _distinct(self, attrs: tuple[ResolvedAttr, ...]) -> bool:
+        seen: dict[str, ResolvedAttr] = {}
+        for a in attrs:
+            if a.text in seen:
+                self.error(a.pos, f"'{a.text}' appears twice in this block",
+                           "a block's outcome and context are different attributes")
+                return False
+            seen[a.text] = a
+        return True
+
+    def _slot(self, binding, block: ir.Block, outcome, context) -> str | None:
+        if not any(a.attribute.role == "latent" for a in outcome + context):
+            latent_attrs = [p for p, a in binding.structure.attributes(binding).items() if a.role == "latent"]
+            self.error(block.pos, "this block does not involve the latent structure, so it cannot change the posterior",
+                       f"use one of {one_of(latent_attrs)} in it")
+            return None
+        try:
+            return binding.structure.slot_rule(binding, [a.attribute for a in outcome], [a.attribute for a in context])
+        except SlotError as err:
+            self.error(block.pos, err.message, err.hint)
+            return None
+
+    def _options(self, block: ir.Block, factor: Factor, by_name: dict[str, Factor]) -> bool:
+        ok = True
+        seen: set[str] = set()
+        for opt in block.options:
+            if opt.keyword in seen and opt.keyword != "smooth":
+                self.error(opt.pos, f"'{opt.keyword}' is given twice for block '{block.name}'")
+                ok = False
+                continue
+            seen.add(opt.keyword)
+            if opt.keyword == "fixed":
+                factor.kind, factor.fixed_path = "fixed", opt.path
+            elif opt.keyword == "shares":
+                target = by_name.get(opt.kind)
+                if target is None:
+                    self.error(opt.kind_pos, f"no earlier block named '{opt.kind}' to share parameters with",
+                               did_you_mean(opt.kind, by_name))
+                    ok = False
+                elif (target.outcome_spaces, target.context_spaces) != (factor.outcome_spaces, factor.context_spaces):
+                    self.error(opt.pos, f"block '{block.name}' cannot share the table of '{opt.kind}': "
+                                        f"{factor.signature} and {target.signature} range over different values",
+                               "tied blocks need outcomes and contexts of the same kinds")
+                    ok = False
+                else:
+                    factor.table = target.table
+                    factor.kind = target.kind
+            elif opt.keyword == "smooth":
+                value = self._option_values(opt, SMOOTHERS, block)
+                if value is not None:
+                    (amount,) = value
+                    if amount < 0:
+                        self.error(opt.pos, "smoothing must be >= 0")
+                        ok = False
+                    factor.smoothing = amount
+                else:
+                    ok = False
+            elif opt.keyword == "prior":
+                value = self._option_values(opt, PRIORS, block)
+                if value is None:
+                    ok = False
+                elif any(v <= 0 for v in value):
+                    self.error(opt.pos, f"the parameters of prior {opt.kind} must be > 0")
+                    ok = False
+                else:
+                    factor.prior = Prior(opt.kind, *value)
+        if factor.kind == "fixed" and (factor.smoothing or factor.prior):
+            self.error(block.pos, f"block '{block.name}' is fixed: it is never re-estimated, so smoothing and priors do not apply")
+            ok = False
+        return ok
+
+    def _option_values(self, opt: ir.Option, table: dict[str, tuple[str, ...]], block: ir.Block) -> tuple[float, ...] | None:
+        names = table.get(opt.kind)
+        if names is None:
+            self.error(opt.kind_pos, f"unknown {opt.keyword} '{opt.kind}'",
+                       did_you_mean(opt.kind, table) or f"the choices are {one_of(table)}")
+            return None
+        if len(opt.args) != len(names):
+            self.error(opt.pos, f"{opt.keyword} {opt.kind} takes {len(names)} argument(s): {', '.join(names)}",
+                       f"write {opt.keyword} {opt.kind}({', '.join(f'{n}=...' for n in names)})")
+            return None
+        values: dict[str, float] = {}
+        for i, arg in enumerate(opt.args):
+            name = arg.name or names[i]
+            if name not in names:
+                self.error(arg.pos, f"{opt.keyword} {opt.kind} has no argument '{name}'",
+                           did_you_mean(name, names) or f"its arguments are {one_of(names)}")
+                return None
+            value = self._constant(arg.value)
+            if value is None:
+                return None
+            values[name] = value
+        return tuple(values[n] for n in names)
+
+    def _constant(self, expr: ir.Expr) -> float | None:
+        """Evaluate an option argument: numbers, params and arithmetic, no attributes."""
+        try:
+            return _evaluate(self._substitute_params(expr, allow_attributes=False), {})
+        except _BadExpr as err:
+            self.error(err.pos, err.message, err.hint)
+            return None
+
+    # --- weights -------------------------------------------------------------------------
+    def _weights(self, binding: Binding, attributes: dict[str, Attribute]) -> list[Factor]:
+        factors = []
+        for number, weight in enumerate(self.spec.weights, start=1):
+            try:
+                expr = self._substitute_params(weight.expr, allow_attributes=True)
+            except _BadExpr as err:
+                self.error(err.pos, err.message, err.hint)
+                continue
+            refs = _attr_refs(expr)
+            resolved = self._resolve_all(refs, attributes, binding)
+            if resolved is None:
+                continue
+            bad = [a for a in resolved if not a.attribute.numeric or a.views]
+            if bad:
+                numeric = [p for p, a in attributes.items() if a.numeric]
+                self.error(bad[0].pos, f"'{bad[0].text}' is not a number; a weight is a function of numeric attributes",
+                           f"numeric attributes here: {one_of(numeric)}" if numeric else f"{binding.structure.name} has no numeric attributes")
+                continue
+            if not resolved:
+                self.error(weight.pos, "this weight does not depend on the structure, so it cannot change the posterior")
+                continue
+            unique: dict[str, ResolvedAttr] = {}
+            for a in resolved:
+                unique.setdefault(a.text, a)
+            slots = {a.attribute.slot for a in unique.values()}
+            if len(slots) > 1:
+                self.error(weight.pos, "a weight's attributes must belong to the same part of the structure")
+                continue
+            name = weight.name or f"weight{number}"
+            outcome = tuple(unique.values())
+            factors.append(Factor(name=name, kind="weight", table=name, slot=slots.pop(), outcome=outcome, context=(),
+                                  outcome_spaces=tuple(a.space for a in outcome), context_spaces=(),
+                                  pos=weight.pos, expr=expr))
+        return factors
+
+    def _substitute_params(self, expr: ir.Expr, allow_attributes: bool) -> ir.Expr:
+        if isinstance(expr, ir.Attr):
+            ref = expr.ref
+            if ref.base in self.params and not ref.steps:
+                return ir.Number(self.params[ref.base], ref.pos)
+            if not allow_attributes:
+                raise _BadExpr(ref.pos, f"'{ref.text}' is not a number or a param",
+                               did_you_mean(ref.base, self.params) or "declare it: `param NAME = VALUE`")
+            return expr
+        if isinstance(expr, ir.Unary):
+            return replace(expr, operand=self._substitute_params(expr.operand, allow_attributes))
+        if isinstance(expr, ir.Binary):
+            return replace(expr, left=self._substitute_params(expr.left, allow_attributes),
+                           right=self._substitute_params(expr.right, allow_attributes))
+        if isinstance(expr, ir.Call):
+            if expr.function not in WEIGHT_FUNCTIONS:
+                raise _BadExpr(expr.function_pos, f"unknown function '{expr.function}'",
+                               did_you_mean(expr.function, WEIGHT_FUNCTIONS) or f"the functions are {one_of(WEIGHT_FUNCTIONS)}")
+            return replace(expr, argument=self._substitute_params(expr.argument, allow_attributes))
+        return expr
+
+
+class _BadExpr(Exception):
+    def __init__(self, pos: ir.Pos, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.pos, self.message, self.hint = pos, message, hint
+
+
+def _attr_refs(expr: ir.Expr) -> list[ir.AttrRef]:
+    if isinstance(expr, ir.Attr):
+        return [expr.ref]
+    if isinstance(expr, ir.Unary):
+        return _attr_refs(expr.operand)
+    if isinstance(expr, ir.Binary):
+        return _attr_refs(expr.left) + _attr_refs(expr.right)
+    if isinstance(expr, ir.Call):
+        return _attr_refs(expr.argument)
+    return []
+
+
+def _evaluate(expr: ir.Expr, values: dict[str, float]) -> float:
+    """Evaluate an expression with attribute values bound by their text; raises _BadExpr on a
+    value outside a function's domain."""
+    if isinstance(expr, ir.Number):
+        return expr.value
+    if isinstance(expr, ir.Attr):
+        return values[expr.ref.text]
+    if isinstance(expr, ir.Unary):
+        return -_evaluate(expr.operand, values)
+    if isinstance(expr, ir.Call):
+        arg = _evaluate(expr.argument, values)
+        try:
+            return WEIGHT_FUNCTIONS[expr.function](arg)
+        except (ValueError, OverflowError):
+            raise _BadExpr(expr.pos, f"{expr.function}({arg:g}) is undefined") from None
+    left, right = _evaluate(expr.left, values), _evaluate(expr.right, values)
+    try:
+        if expr.op == "+":
+            return left + right
+        if expr.op == "-":
+            return left - right
+        if expr.op == "*":
+            return left * right
+        if expr.op == "/":
+            return left / right
+        result = left ** right
+        if isinstance(result, complex):
+            raise ValueError
+        return result
+    except (ZeroDivisionError, OverflowError, ValueError):
+        raise _BadExpr(expr.pos, f"{left:g} {expr.op} {right:g} is undefined") from None
+
+
+def evaluate_weight(expr: ir.Expr, values: dict[str, float]) -> float:
+    """The value of a checked weight expression at given attribute values (by attribute text);
+    raises EmcError when it is undefined or not a finite non-negative number there."""
+    try:
+        value = _evaluate(expr, values)
+    except _BadExpr as err:
+        where = ", ".join(f"{k}={v:g}" for k, v in values.items())
+        raise EmcError(f"weight {ir.expr_text(expr)} at {where}: {err.message}") from None
+    if not math.isfinite(value) or value < 0:
+        where = ", ".join(f"{k}={v:g}" for k, v in values.items())
+        raise EmcError(f"weight {ir.expr_text(expr)} is {value:g} at {where}; a weight must be a finite number >= 0")
+    return value
+
+
+def _coerce(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
+    """A structure argument's value as its kind, or a problem saying why it is not one."""
+    if spec.kind == "bool":
+        if isinstance(raw, bool):
+            return raw, None
+        text = str(raw).lower()
+        if text in _TRUE:
+            return True, None
+        if text in _FALSE:
+            return False, None
+        return None, f"'{raw}' is not yes or no"
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        return None, f"'{raw}' is not a number"
+    if spec.kind == "int":
+        if not number.is_integer():
+            return None, f"{number:g} is not a whole number"
+        number = int(number)
+    if spec.choices is not None and number not in spec.choices:
+        return None, f"{number:g} is not allowed"
+    if spec.low is not None and number < spec.low:
+        return None, f"{number:g} is too small"
+    if spec.high is not None and number > spec.high:
+        return None, f"{number:g} is too large"
+    return number, None

@@ -1,0 +1,218 @@
+"""The intermediate representation of a `.em` spec, as written (before checking).
+
+Every node carries the source position of the text it came from, so the checker and the code
+generator can point at it. The IR is structure-agnostic: a latent declaration names its structure
+and arguments; which attributes exist and what they mean is the structure's business
+(`emc.structures`), resolved by `emc.spec.check`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A span of source text: 1-based line and column of its start, and of one past its end."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @staticmethod
+    def unknown() -> "Pos":
+        return Pos(0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class AttrStep:
+    """One `.name` or `.name(arg)` after the base of an attribute reference (`x.suffix(3)`)."""
+
+    name: str
+    arg: float | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class AttrRef:
+    """`z`, `z.prev`, `x.suffix(3)`, `t.constituent`: a variable and a path of steps."""
+
+    base: str
+    steps: tuple[AttrStep, ...]
+    pos: Pos
+
+    @property
+    def text(self) -> str:
+        parts = [self.base]
+        for step in self.steps:
+            parts.append(step.name if step.arg is None else f"{step.name}({_fmt_number(step.arg)})")
+        return ".".join(parts)
+
+
+# --- expressions (fixed weights, option arguments) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Attr:
+    ref: AttrRef
+
+    @property
+    def pos(self) -> Pos:
+        return self.ref.pos
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "-"
+    operand: "Expr"
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # "+", "-", "*", "/", "^"
+    left: "Expr"
+    right: "Expr"
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str
+    argument: "Expr"
+    pos: Pos
+    function_pos: Pos
+
+
+Expr = Number | Attr | Unary | Binary | Call
+
+
+# --- declarations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Observed:
+    name: str
+    kind: str
+    pos: Pos
+    kind_pos: Pos
+
+
+@dataclass(frozen=True)
+class StructArg:
+    """An argument of a structure: positional (`x`), keyword (`states=45`) or `f from e`."""
+
+    form: str  # "positional" | "keyword" | "from"
+    name: str | None  # keyword name; None for positional / from
+    value: float | str | tuple[str, str]
+    pos: Pos
+    value_pos: Pos
+
+
+@dataclass(frozen=True)
+class Latent:
+    name: str
+    structure: str
+    args: tuple[StructArg, ...]
+    pos: Pos
+    name_pos: Pos
+    structure_pos: Pos
+
+
+@dataclass(frozen=True)
+class OptionArg:
+    name: str | None
+    value: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Option:
+    """`smooth add(0.1)`, `prior sparse(alpha=80, beta=0.05)`, `fixed "file"`, `shares emit`."""
+
+    keyword: str  # "smooth" | "prior" | "fixed" | "shares"
+    kind: str | None  # "add", "dirichlet", "sparse", a shared block's name, or None
+    args: tuple[OptionArg, ...]
+    path: str | None
+    pos: Pos
+    kind_pos: Pos
+
+
+@dataclass(frozen=True)
+class Block:
+    """`multinomial NAME : P(outcome... | context...) options...`."""
+
+    name: str
+    outcome: tuple[AttrRef, ...]
+    context: tuple[AttrRef, ...]
+    options: tuple[Option, ...]
+    pos: Pos
+    name_pos: Pos
+
+    def option(self, keyword: str) -> Option | None:
+        for opt in self.options:
+            if opt.keyword == keyword:
+                return opt
+        return None
+
+
+@dataclass(frozen=True)
+class Weight:
+    name: str | None
+    expr: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    value: float
+    pos: Pos
+    name_pos: Pos
+
+
+@dataclass(frozen=True)
+class ModelName:
+    name: str
+    pos: Pos
+
+
+@dataclass
+class Spec:
+    """A parsed spec: the declarations in source order, plus where it came from."""
+
+    path: str
+    text: str
+    model: ModelName | None = None
+    observed: list[Observed] = field(default_factory=list)
+    latents: list[Latent] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    weights: list[Weight] = field(default_factory=list)
+    params: list[Param] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.model.name if self.model else "model"
+
+
+def _fmt_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def expr_text(expr: Expr) -> str:
+    """The expression written back as source (for messages and `emc info`)."""
+    if isinstance(expr, Number):
+        return _fmt_number(expr.value)
+    if isinstance(expr, Attr):
+        return expr.ref.text
+    if isinstance(expr, Unary):
+        return f"-{expr_text(expr.operand)}"
+    if isinstance(expr, Binary):
+        return f"({expr_text(expr.left)} {expr.op} {expr_text(expr.right)})"
+    return f"{expr.function}({expr_text(expr.argument)})"

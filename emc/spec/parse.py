@@ -1,0 +1,255 @@
+"""Lark grammar -> IR. Syntax errors become the same file:line:column diagnostics as checks."""
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from emc.spec import ir
+from emc.spec.errors import DiagnosticSink, EmcError
+
+KEYWORDS = ("model", "observed", "latent", "multinomial", "weight", "param", "from", "P",
+            "smooth", "prior", "fixed", "shares")
+
+# How the parser's terminal names read in a message.
+_TERMINAL_WORDS = {
+    "NAME": "a name", "NUMBER": "a number", "SIGNED_NUMBER": "a number", "STRING": 'a "string"',
+    "BAR": "'|'", "COLON": "':'", "COMMA": "','", "DOT": "'.'", "LPAR": "'('", "RPAR": "')'",
+    "EQUAL": "'='", "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'",
+    "CIRCUMFLEX": "'^'", "$END": "the end of the file",
+}
+
+
+@functools.cache
+def _parser() -> Lark:
+    grammar = resources.files("emc.grammars").joinpath("em.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _pos(meta) -> ir.Pos:
+    return ir.Pos(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _tok_pos(tok: Token) -> ir.Pos:
+    return ir.Pos(tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+@v_args(meta=True)
+class _ToIR(Transformer):
+    """Builds IR nodes bottom-up; statements are collected into a Spec by `parse_text`."""
+
+    # expressions -----------------------------------------------------------------------------
+    def signed_number(self, meta, children):
+        (tok,) = children
+        return ir.Number(float(tok), _tok_pos(tok))
+
+    def number(self, meta, children):
+        (tok,) = children
+        return ir.Number(float(tok), _tok_pos(tok))
+
+    def attr_step(self, meta, children):
+        name, arg = children
+        return ir.AttrStep(str(name), None if arg is None else arg.value, _pos(meta))
+
+    def attr_ref(self, meta, children):
+        base, *steps = children
+        return ir.Attr(ir.AttrRef(str(base), tuple(steps), _pos(meta)))
+
+    def call(self, meta, children):
+        name, arg = children
+        return ir.Call(str(name), arg, _pos(meta), _tok_pos(name))
+
+    def _binary(self, op, meta, children):
+        left, right = children
+        return ir.Binary(op, left, right, _pos(meta))
+
+    def add(self, meta, children):
+        return self._binary("+", meta, children)
+
+    def sub(self, meta, children):
+        return self._binary("-", meta, children)
+
+    def mul(self, meta, children):
+        return self._binary("*", meta, children)
+
+    def div(self, meta, children):
+        return self._binary("/", meta, children)
+
+    def pow(self, meta, children):
+        return self._binary("^", meta, children)
+
+    def neg(self, meta, children):
+        (operand,) = children
+        if isinstance(operand, ir.Number):
+            return ir.Number(-operand.value, _pos(meta))
+        return ir.Unary("-", operand, _pos(meta))
+
+    # declarations ----------------------------------------------------------------------------
+    def model_decl(self, meta, children):
+        (name,) = children
+        return ir.ModelName(str(name), _tok_pos(name))
+
+    def observed_item(self, meta, children):
+        name, kind = children
+        return ir.Observed(str(name), str(kind), _pos(meta), _tok_pos(kind))
+
+    def observed_decl(self, meta, children):
+        return list(children)
+
+    def from_arg(self, meta, children):
+        target, source = children
+        return ir.StructArg("from", None, (str(target), str(source)), _pos(meta), _pos(meta))
+
+    def keyword_arg(self, meta, children):
+        name, value = children
+        if isinstance(value, ir.Number):
+            return ir.StructArg("keyword", str(name), value.value, _pos(meta), value.pos)
+        return ir.StructArg("keyword", str(name), str(value[0]), _pos(meta), _tok_pos(value[0]))
+
+    def word(self, meta, children):
+        return children  # a bare word (yes/no/...) as a one-element list, told apart from Number
+
+    def positional_arg(self, meta, children):
+        (name,) = children
+        return ir.StructArg("positional", None, str(name), _pos(meta), _tok_pos(name))
+
+    def latent_decl(self, meta, children):
+        name, structure, *args = children
+        return ir.Latent(str(name), str(structure), tuple(a for a in args if a is not None),
+                         _pos(meta), _tok_pos(name), _tok_pos(structure))
+
+    def attr_list(self, meta, children):
+        return tuple(child.ref for child in children)
+
+    def named_option_arg(self, meta, children):
+        name, value = children
+        return ir.OptionArg(str(name), value, _pos(meta))
+
+    def plain_option_arg(self, meta, children):
+        (value,) = children
+        return ir.OptionArg(None, value, _pos(meta))
+
+    def option_args(self, meta, children):
+        return tuple(children)
+
+    def smooth_option(self, meta, children):
+        kind, args = children
+        return ir.Option("smooth", str(kind), args or (), None, _pos(meta), _tok_pos(kind))
+
+    def prior_option(self, meta, children):
+        kind, args = children
+        return ir.Option("prior", str(kind), args or (), None, _pos(meta), _tok_pos(kind))
+
+    def fixed_option(self, meta, children):
+        (path,) = children
+        return ir.Option("fixed", None, (), None if path is None else str(path)[1:-1], _pos(meta), _pos(meta))
+
+    def shares_option(self, meta, children):
+        (name,) = children
+        return ir.Option("shares", str(name), (), None, _pos(meta), _tok_pos(name))
+
+    def block_decl(self, meta, children):
+        name, outcome, _bar, context, *options = children
+        return ir.Block(str(name), outcome, context or (), tuple(options), _pos(meta), _tok_pos(name))
+
+    def weight_decl(self, meta, children):
+        name, expr = children
+        return ir.Weight(None if name is None else str(name), expr, _pos(meta))
+
+    def param_decl(self, meta, children):
+        name, value = children
+        return ir.Param(str(name), value.value, _pos(meta), _tok_pos(name))
+
+
+def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
+    """Parse spec source into IR; raises SpecError (with position and caret) on a syntax error."""
+    sink = DiagnosticSink(path, text)
+    try:
+        tree = _parser().parse(text)
+        statements = _ToIR().transform(tree).children
+    except UnexpectedInput as err:
+        _report_syntax_error(sink, err, text)
+        sink.raise_if_any()
+        raise  # unreachable: the sink always holds the error
+    except VisitError as err:  # a number too large for float, and the like
+        raise EmcError(f"{path}: error: {err.orig_exc}") from None
+
+    spec = ir.Spec(path=path, text=text)
+    for stmt in statements:
+        if isinstance(stmt, ir.ModelName):
+            if spec.model is not None:
+                sink.error(stmt.pos, "a spec declares one model name", f"the first is '{spec.model.name}'")
+            spec.model = stmt
+        elif isinstance(stmt, list):
+            spec.observed.extend(stmt)
+        elif isinstance(stmt, ir.Latent):
+            spec.latents.append(stmt)
+        elif isinstance(stmt, ir.Block):
+            spec.blocks.append(stmt)
+        elif isinstance(stmt, ir.Weight):
+            spec.weights.append(stmt)
+        elif isinstance(stmt, ir.Param):
+            spec.params.append(stmt)
+    sink.raise_if_any()
+    return spec
+
+
+def parse_file(path: str | Path) -> ir.Spec:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise EmcError(f"{path}: error: cannot read the spec ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise EmcError(f"{path}:{line}: error: the spec is not valid UTF-8 "
+                       f"(byte 0x{raw[err.start]:02x} at offset {err.start})") from None
+    return parse_text(text, str(path))
+
+
+def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) -> None:
+    line, column = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
+    if isinstance(err, UnexpectedEOF) or line <= 0:
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+        sink.error(ir.Pos(line, column, line, column + 1), "the spec ends in the middle of a statement",
+                   _expected_hint(getattr(err, "expected", None)))
+        return
+    if isinstance(err, UnexpectedCharacters):
+        char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+        sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}",
+                   _expected_hint(err.allowed))
+        return
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    width = max(len(str(tok)), 1)
+    shown = "the end of the file" if tok.type == "$END" else repr(str(tok))
+    message = f"unexpected {shown}"
+    if str(tok) in KEYWORDS and "NAME" in err.expected:
+        message = f"'{tok}' is a keyword and cannot be used as a name here"
+    sink.error(ir.Pos(line, column, line, column + width), message, _expected_hint(err.expected))
+
+
+def _expected_hint(expected) -> str | None:
+    if not expected:
+        return None
+    words = []
+    for name in sorted(expected):
+        if name in _TERMINAL_WORDS:
+            words.append(_TERMINAL_WORDS[name])
+            continue
+        try:
+            pattern = _parser().get_terminal(name).pattern
+        except KeyError:
+            continue
+        if pattern.type == "str":
+            words.append(repr(pattern.value))
+    words = sorted(set(words))
+    if not words:
+        return None
+    return "expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))

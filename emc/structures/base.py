@@ -1,0 +1,124 @@
+"""What a structure declares to the front end: its arguments and its parts' attributes.
+
+A structure (chain, segmentation, alignment, spantree, label) owns the combinatorics of one latent
+variable. To the spec checker it says which arguments it takes and which attributes its parts
+have (`z.prev`, `s.word`, `a.source`, `t.constituent`); to the code generator, which *slot* of its
+dynamic program a block's factor feeds (a chain has an emission slot and a transition slot).
+Everything else about a structure (data packing, the DP, decoding) lives beside it in its package.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class SlotError(Exception):
+    """A block's attributes fit no slot of the structure; the message says why."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """A keyword argument of a structure, e.g. `states=45` or `null=yes`."""
+
+    name: str
+    kind: str  # "int" | "bool" | "float"
+    default: Any  # None: required
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def describe(self) -> str:
+        if self.choices:
+            return " or ".join(_fmt(c) for c in self.choices)
+        if self.kind == "bool":
+            return "yes or no"
+        lo = "" if self.low is None else f">= {_fmt(self.low)}"
+        hi = "" if self.high is None else f"<= {_fmt(self.high)}"
+        return f"{'an integer' if self.kind == 'int' else 'a number'} {lo}{' and ' if lo and hi else ''}{hi}".strip()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """An attribute of a structure's parts.
+
+    role:
+      "latent"   - depends on the latent structure (a state, a link's source word, a bracket,
+                   a segment's length); every block must involve one, or it could not change
+                   the posterior
+      "observed" - fixed by the data once the part is fixed (the token at a position, a yield)
+    space: the name of the value space, resolved to a size at fit time (`states`, `length`, or the
+           vocabulary of an observed variable: `vocab:x`).
+    slot:  which factor slot of the DP this attribute belongs to; a block's attributes must agree.
+           `None` means "any slot" (e.g. the current state is seen by emissions and transitions).
+    tokens_of: when the values are tokens of an observed variable, its name; observed views
+           (`.lower`, `.suffix(3)`, ...) then apply and get their own vocabularies.
+    numeric: the values are small integers (a length, a jump), usable in fixed weight
+           expressions as well as in blocks.
+    """
+
+    path: str
+    role: str
+    space: str
+    help: str
+    slot: str | None = None
+    tokens_of: str | None = None
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A place in the DP where factors multiply in, e.g. a chain's `emission` (per position and
+    state) or `transition` (per pair of states)."""
+
+    name: str
+    help: str
+
+
+@dataclass
+class Binding:
+    """A structure with its arguments resolved: the observed variables it ranges over (by role,
+    e.g. {"x": "x"} or {"target": "f", "source": "e"}) and its keyword arguments."""
+
+    structure: "Structure"
+    latent: str
+    observed: dict[str, str]
+    args: dict[str, Any]
+
+
+@dataclass
+class Structure:
+    """The front-end description of one structure. Concrete structures fill in these fields and
+    the `attributes` function; see emc/structures/chain/__init__.py for the pattern."""
+
+    name: str
+    help: str
+    signature: str  # how it is written, e.g. "chain(x, states=K, order=1, stop=yes)"
+    observed_roles: tuple[str, ...]  # positional observed arguments, e.g. ("x",)
+    uses_from: bool  # written as `alignment(f from e)`
+    input_kinds: tuple[str, ...]  # observed kinds it accepts: "tokens", "symbols"
+    args: tuple[ArgSpec, ...]
+    slots: tuple[Slot, ...]
+    attributes: Callable[[Binding], dict[str, Attribute]]
+    # slot_rule(binding, outcome, context) -> the slot a block with these attributes feeds, or
+    # raises SlotError saying why no slot fits.
+    slot_rule: Callable[[Binding, list[Attribute], list[Attribute]], str]
+    # table_space(binding, attribute, slot, is_outcome) -> the space of a table axis; lets a
+    # structure add its boundary symbols (a chain's START row and STOP outcome).
+    table_space: Callable[[Binding, Attribute, str, bool], str] = lambda b, a, s, o: a.space
+
+    def arg(self, name: str) -> ArgSpec | None:
+        for spec in self.args:
+            if spec.name == name:
+                return spec
+        return None

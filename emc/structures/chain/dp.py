@@ -1,0 +1,438 @@
+"""The chain DPs: forward-backward for order 1 and 2, each written once for the sum and max
+semirings, in linear space with per-position rescaling.
+
+Conventions (order 1; order 2 replaces the state k by the pair (j, k) of previous and current):
+    alpha[t, k] = node[t, k] * (+)_j alpha[t-1, j] trans[j, k] / c_t,  alpha[0, k] = initial[k] node[0, k] / c_0
+    c_end       = (+)_k alpha[n-1, k] final[k]
+    log Z       = sum_t log c_t + log c_end          (log of the best score under max)
+    beta[n-1,k] = final[k] / c_end,  beta[t-1, j] = (+)_k trans[j, k] node[t, k] beta[t, k] / c_t
+so that under sum P(z_t = k) = alpha[t, k] beta[t, k]. `final` is the STOP transition (ones for
+stop=no). An impossible example (every path has score 0) returns -inf and leaves the marginals
+at zero; the runtime reports it with its line.
+
+A tag dictionary or a labeled example restricts each position to a list of allowed states
+(`lo[t]:hi[t]` into `states`); the pruned instances loop over those lists only, so constrained
+positions cost |allowed(t-1)| x |allowed(t)| instead of K^2. The dense instances keep unit-stride
+inner loops that LLVM vectorises; an index list there costs 6x.
+"""
+import numpy as np
+from numba import njit
+
+from emc.structures.semiring import MAX, SUM, plus
+
+# Reassociation lets LLVM vectorise the reductions; no nnan/ninf, since -inf is a real answer.
+FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+NEG_INF = -np.inf
+
+
+# --- order 1, all states ---------------------------------------------------------------------
+
+@njit(cache=True, fastmath=FASTMATH)
+def forward(semiring, node, trans, initial, final, alpha, scale):
+    n, K = node.shape
+    c = 0.0
+    for k in range(K):
+        alpha[0, k] = initial[k] * node[0, k]
+        c = plus(semiring, c, alpha[0, k])
+    if not c > 0.0:
+        return NEG_INF
+    scale[0] = c
+    inv = 1.0 / c
+    for k in range(K):
+        alpha[0, k] *= inv
+    for t in range(1, n):
+        for k in range(K):
+            alpha[t, k] = 0.0
+        # four previous states per sweep: a quarter of the loads and stores of alpha[t]
+        j = 0
+        while j + 4 <= K:
+            a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
+            for k in range(K):
+                pair0 = plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k])
+                pair1 = plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k])
+                alpha[t, k] = plus(semiring, alpha[t, k], plus(semiring, pair0, pair1))
+            j += 4
+        while j < K:
+            a = alpha[t - 1, j]
+            for k in range(K):
+                alpha[t, k] = plus(semiring, alpha[t, k], a * trans[j, k])
+            j += 1
+        c = 0.0
+        for k in range(K):
+            alpha[t, k] *= node[t, k]
+            c = plus(semiring, c, alpha[t, k])
+        if not c > 0.0:
+            return NEG_INF
+        scale[t] = c
+        inv = 1.0 / c
+        for k in range(K):
+            alpha[t, k] *= inv
+    c_end = 0.0
+    for k in range(K):
+        c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
+    if not c_end > 0.0:
+        return NEG_INF
+    scale[n] = c_end
+    log_z = 0.0
+    for t in range(n + 1):
+        log_z += np.log(scale[t])
+    return log_z
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def backward(node, trans, final, scale, beta, edge_raw):
+    """Sum-semiring backward pass; also accumulates edge_raw[j, k] += alpha-side terms so that
+    the expected transition counts are edge_raw * trans (one K^2 pass saved per position)."""
+    n, K = node.shape
+    inv_end = 1.0 / scale[n]
+    for k in range(K):
+        beta[n - 1, k] = final[k] * inv_end
+    w = np.empty(K)
+    for t in range(n - 1, 0, -1):
+        inv = 1.0 / scale[t]
+        for k in range(K):
+            w[k] = node[t, k] * beta[t, k] * inv
+        for j in range(K):
+            acc = 0.0
+            for k in range(K):
+                acc += trans[j, k] * w[k]
+            beta[t - 1, j] = acc
+    return w
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def edge_counts(node, alpha, beta, scale, edge_raw):
+    """edge_raw[j, k] += sum_t alpha[t-1, j] node[t, k] beta[t, k] / c_t; times trans[j, k] this
+    is the expected number of j -> k transitions."""
+    n, K = node.shape
+    w = np.empty(K)
+    for t in range(1, n):
+        inv = 1.0 / scale[t]
+        for k in range(K):
+            w[k] = node[t, k] * beta[t, k] * inv
+        for j in range(K):
+            a = alpha[t - 1, j]
+            for k in range(K):
+                edge_raw[j, k] += a * w[k]
+
+
+@njit(cache=True)
+def backtrack(node, trans, final, alpha, path):
+    """The best path from max-semiring alphas (no back-pointers stored)."""
+    n, K = node.shape
+    best, arg = -1.0, 0
+    for k in range(K):
+        v = alpha[n - 1, k] * final[k]
+        if v > best:
+            best, arg = v, k
+    path[n - 1] = arg
+    for t in range(n - 1, 0, -1):
+        nxt = path[t]
+        best, arg = -1.0, 0
+        for j in range(K):
+            v = alpha[t - 1, j] * trans[j, nxt]
+            if v > best:
+                best, arg = v, j
+        path[t - 1] = arg
+
+
+# --- order 1, allowed states per position -------------------------------------------------------
+
+@njit(cache=True, fastmath=FASTMATH)
+def forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale):
+    n, K = node.shape
+    alpha[:n, :] = 0.0
+    c = 0.0
+    for kk in range(lo[0], hi[0]):
+        k = states[kk]
+        alpha[0, k] = initial[k] * node[0, k]
+        c = plus(semiring, c, alpha[0, k])
+    if not c > 0.0:
+        return NEG_INF
+    scale[0] = c
+    for kk in range(lo[0], hi[0]):
+        alpha[0, states[kk]] /= c
+    for t in range(1, n):
+        c = 0.0
+        for kk in range(lo[t], hi[t]):
+            k = states[kk]
+            acc = 0.0
+            for jj in range(lo[t - 1], hi[t - 1]):
+                j = states[jj]
+                acc = plus(semiring, acc, alpha[t - 1, j] * trans[j, k])
+            alpha[t, k] = acc * node[t, k]
+            c = plus(semiring, c, alpha[t, k])
+        if not c > 0.0:
+            return NEG_INF
+        scale[t] = c
+        for kk in range(lo[t], hi[t]):
+            alpha[t, states[kk]] /= c
+    c_end = 0.0
+    for kk in range(lo[n - 1], hi[n - 1]):
+        k = states[kk]
+        c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
+    if not c_end > 0.0:
+        return NEG_INF
+    scale[n] = c_end
+    log_z = 0.0
+    for t in range(n + 1):
+        log_z += np.log(scale[t])
+    return log_z
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge_raw):
+    n, K = node.shape
+    beta[:n, :] = 0.0
+    for kk in range(lo[n - 1], hi[n - 1]):
+        k = states[kk]
+        beta[n - 1, k] = final[k] / scale[n]
+    for t in range(n - 1, 0, -1):
+        inv = 1.0 / scale[t]
+        for jj in range(lo[t - 1], hi[t - 1]):
+            j = states[jj]
+            acc = 0.0
+            a = alpha[t - 1, j]
+            for kk in range(lo[t], hi[t]):
+                k = states[kk]
+                w = node[t, k] * beta[t, k] * inv
+                acc += trans[j, k] * w
+                edge_raw[j, k] += a * w
+            beta[t - 1, j] = acc
+
+
+# --- order 1: marginals and the best path, whichever instance applies --------------------------
+
+@njit(cache=True)
+def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg):
+    """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[j, k] +=
+    E[#(j -> k)] under sum; the 0/1 indicators of the best path under max. Returns log Z (or
+    the log best score). `states` empty means every state is allowed everywhere."""
+    n, K = node.shape
+    alpha = np.empty((n, K))
+    scale = np.empty(n + 1)
+    pruned = states.shape[0] > 0
+    if pruned:
+        log_z = forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale)
+    else:
+        log_z = forward(semiring, node, trans, initial, final, alpha, scale)
+    node_marg[:, :] = 0.0
+    if log_z == NEG_INF or log_z != log_z:
+        return log_z
+    if semiring == MAX:
+        path = np.empty(n, np.int64)
+        backtrack(node, trans, final, alpha, path)
+        for t in range(n):
+            node_marg[t, path[t]] = 1.0
+            if t > 0:
+                edge_marg[path[t - 1], path[t]] += 1.0
+        return log_z
+    beta = np.empty((n, K))
+    edge_raw = np.zeros((K, K))
+    if pruned:
+        backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge_raw)
+    else:
+        backward(node, trans, final, scale, beta, edge_raw)
+        edge_counts(node, alpha, beta, scale, edge_raw)
+    for t in range(n):
+        for k in range(K):
+            node_marg[t, k] = alpha[t, k] * beta[t, k]
+    for j in range(K):
+        for k in range(K):
+            edge_marg[j, k] += edge_raw[j, k] * trans[j, k]
+    return log_z
+
+
+@njit(cache=True)
+def viterbi(node, trans, initial, final, states, lo, hi, path):
+    n, K = node.shape
+    alpha = np.empty((n, K))
+    scale = np.empty(n + 1)
+    if states.shape[0] > 0:
+        log_z = forward_pruned(MAX, node, trans, initial, final, states, lo, hi, alpha, scale)
+    else:
+        log_z = forward(MAX, node, trans, initial, final, alpha, scale)
+    if log_z == NEG_INF or log_z != log_z:
+        path[:] = -1
+        return log_z
+    backtrack(node, trans, final, alpha, path)
+    return log_z
+
+
+# --- order 2 ------------------------------------------------------------------------------------
+# States 0..K-1, START = K. trans[i, j, k] = score of k after (i, j) = (z_{t-2}, z_{t-1});
+# final[j, k] = score of STOP after (j, k). alpha[t, j, k] is over (z_{t-1}, z_t). Positions loop
+# over allowed-state lists (dense: 0..K-1 everywhere), since the K^3 work per token dwarfs the
+# cost of the index lists. `ext` is `states` with START appended, and position -1 (before the
+# first token) allows only START: see _span.
+
+@njit(inline="always")
+def _span(lo, hi, n_states, t):
+    """The index range into `ext` of the states allowed at position t (t = -1: START only)."""
+    if t < 0:
+        return n_states, n_states + 1
+    return lo[t], hi[t]
+
+
+@njit(cache=True)
+def _with_start(states, K):
+    ext = np.empty(states.shape[0] + 1, np.int64)
+    ext[:-1] = states
+    ext[-1] = K
+    return ext
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def forward2(semiring, node, trans, final, states, lo, hi, alpha, scale):
+    n, K = node.shape
+    m = states.shape[0]
+    ext = _with_start(states, K)
+    alpha[:n, :, :] = 0.0
+    for t in range(n):
+        c = 0.0
+        jlo, jhi = _span(lo, hi, m, t - 1)
+        ilo, ihi = _span(lo, hi, m, t - 2)
+        for jj in range(jlo, jhi):
+            j = ext[jj]
+            for kk in range(lo[t], hi[t]):
+                k = ext[kk]
+                acc = 0.0
+                if t == 0:
+                    acc = trans[K, K, k]
+                else:
+                    for ii in range(ilo, ihi):
+                        i = ext[ii]
+                        acc = plus(semiring, acc, alpha[t - 1, i, j] * trans[i, j, k])
+                v = acc * node[t, k]
+                alpha[t, j, k] = v
+                c = plus(semiring, c, v)
+        if not c > 0.0:
+            return NEG_INF
+        scale[t] = c
+        inv = 1.0 / c
+        for jj in range(jlo, jhi):
+            for kk in range(lo[t], hi[t]):
+                alpha[t, ext[jj], ext[kk]] *= inv
+    c_end = 0.0
+    jlo, jhi = _span(lo, hi, m, n - 2)
+    for jj in range(jlo, jhi):
+        j = ext[jj]
+        for kk in range(lo[n - 1], hi[n - 1]):
+            k = ext[kk]
+            c_end = plus(semiring, c_end, alpha[n - 1, j, k] * final[j, k])
+    if not c_end > 0.0:
+        return NEG_INF
+    scale[n] = c_end
+    log_z = 0.0
+    for t in range(n + 1):
+        log_z += np.log(scale[t])
+    return log_z
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def marginals2(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg):
+    """Order-2 marginals: node_marg[t, k] = P(z_t = k); edge_marg[i, j, k] += E[#(i, j -> k)]
+    (i, j may be START = K, k may be STOP = K). Max semiring: indicators of the best path.
+    Returns log Z (or the best log score)."""
+    n, K = node.shape
+    m = states.shape[0]
+    ext = _with_start(states, K)
+    alpha = np.empty((n, K + 1, K))
+    scale = np.empty(n + 1)
+    log_z = forward2(semiring, node, trans, final, states, lo, hi, alpha, scale)
+    node_marg[:, :] = 0.0
+    if log_z == NEG_INF or log_z != log_z:
+        return log_z
+    if semiring == MAX:
+        path = np.empty(n, np.int64)
+        _backtrack2(node, trans, final, states, lo, hi, alpha, path)
+        prev2, prev = K, K
+        for t in range(n):
+            node_marg[t, path[t]] = 1.0
+            edge_marg[prev2, prev, path[t]] += 1.0
+            prev2, prev = prev, path[t]
+        edge_marg[prev2, prev, K] += 1.0
+        return log_z
+    beta = np.zeros((n, K + 1, K))
+    jlo, jhi = _span(lo, hi, m, n - 2)
+    for jj in range(jlo, jhi):
+        j = ext[jj]
+        for kk in range(lo[n - 1], hi[n - 1]):
+            k = ext[kk]
+            beta[n - 1, j, k] = final[j, k] / scale[n]
+            edge_marg[j, k, K] += alpha[n - 1, j, k] * beta[n - 1, j, k]
+    for t in range(n - 1, 0, -1):
+        inv = 1.0 / scale[t]
+        jlo, jhi = _span(lo, hi, m, t - 1)
+        ilo, ihi = _span(lo, hi, m, t - 2)
+        for jj in range(jlo, jhi):
+            j = ext[jj]
+            for kk in range(lo[t], hi[t]):
+                k = ext[kk]
+                w = node[t, k] * beta[t, j, k] * inv
+                for ii in range(ilo, ihi):
+                    i = ext[ii]
+                    beta[t - 1, i, j] += trans[i, j, k] * w
+                    edge_marg[i, j, k] += alpha[t - 1, i, j] * trans[i, j, k] * w
+    for t in range(n):
+        jlo, jhi = _span(lo, hi, m, t - 1)
+        for jj in range(jlo, jhi):
+            j = ext[jj]
+            for kk in range(lo[t], hi[t]):
+                k = ext[kk]
+                node_marg[t, k] += alpha[t, j, k] * beta[t, j, k]
+    for kk in range(lo[0], hi[0]):
+        k = ext[kk]
+        edge_marg[K, K, k] += node_marg[0, k]
+    return log_z
+
+
+@njit(cache=True)
+def _backtrack2(node, trans, final, states, lo, hi, alpha, path):
+    n, K = node.shape
+    m = states.shape[0]
+    ext = _with_start(states, K)
+    best, bj, bk = -1.0, K, 0
+    jlo, jhi = _span(lo, hi, m, n - 2)
+    for jj in range(jlo, jhi):
+        j = ext[jj]
+        for kk in range(lo[n - 1], hi[n - 1]):
+            k = ext[kk]
+            v = alpha[n - 1, j, k] * final[j, k]
+            if v > best:
+                best, bj, bk = v, j, k
+    path[n - 1] = bk
+    if n > 1:
+        path[n - 2] = bj
+    for t in range(n - 1, 1, -1):
+        j, k = path[t - 1], path[t]
+        best, bi = -1.0, 0
+        ilo, ihi = _span(lo, hi, m, t - 2)
+        for ii in range(ilo, ihi):
+            i = ext[ii]
+            v = alpha[t - 1, i, j] * trans[i, j, k]
+            if v > best:
+                best, bi = v, i
+        path[t - 2] = bi
+
+
+@njit(cache=True)
+def viterbi2(node, trans, final, states, lo, hi, path):
+    n, K = node.shape
+    alpha = np.empty((n, K + 1, K))
+    scale = np.empty(n + 1)
+    log_z = forward2(MAX, node, trans, final, states, lo, hi, alpha, scale)
+    if log_z == NEG_INF or log_z != log_z:
+        path[:] = -1
+        return log_z
+    _backtrack2(node, trans, final, states, lo, hi, alpha, path)
+    return log_z
+
+
+@njit(cache=True)
+def dense_states(n, K):
+    """Allowed-state lists that allow every state at every position (for the order-2 DP)."""
+    states = np.arange(K).astype(np.int32)
+    lo = np.zeros(n, np.int64)
+    hi = np.full(n, K, np.int64)
+    return states, lo, hi

@@ -1,0 +1,40 @@
+"""spantree(x): a binary bracketing of the sentence; every span is a constituent or a distituent.
+
+Parts are spans (i, j) of the sentence, scored whether in the tree or out of it (the constituent-
+context model of Klein & Manning 2002). `t.yield` is the symbol sequence x[i:j], `t.context` the
+pair of symbols either side (with boundary symbols), `t.constituent` whether the span is in the
+tree, `t.length` its length. P(tree) is uniform over binary bracketings.
+"""
+from __future__ import annotations
+
+from emc.structures.base import Attribute, Binding, Slot, Structure
+
+SPAN = "span"
+
+
+def _attributes(binding: Binding) -> dict[str, Attribute]:
+    t = binding.latent
+    return {
+        f"{t}.yield": Attribute(f"{t}.yield", "observed", "yields", "the span's symbol sequence", SPAN),
+        f"{t}.context": Attribute(f"{t}.context", "observed", "contexts", "the symbols either side of the span", SPAN),
+        f"{t}.constituent": Attribute(f"{t}.constituent", "latent", "bool", "whether the span is a constituent", SPAN),
+        f"{t}.length": Attribute(f"{t}.length", "observed", "length", "the span's length", SPAN, numeric=True),
+    }
+
+
+def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribute]) -> str:
+    return SPAN
+
+
+SPANTREE = Structure(
+    name="spantree",
+    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    signature="spantree(x)",
+    observed_roles=("x",),
+    uses_from=False,
+    input_kinds=("tokens",),
+    args=(),
+    slots=(Slot(SPAN, "per span (i, j), in or out of the tree"),),
+    attributes=_attributes,
+    slot_rule=_slot_rule,
+)

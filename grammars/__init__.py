@@ -1,0 +1,1 @@
+"""The .em grammar (em.lark), shipped inside the package as emc.grammars."""
