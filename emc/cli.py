@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.run(args) or 0
+        return args.handler(args) or 0
     except EmcError as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -97,7 +97,7 @@ def _check_parser(sub) -> None:
                        formatter_class=_Formatter)
     p.add_argument("spec")
     _structure_arguments(p)
-    p.set_defaults(run=cmd_check)
+    p.set_defaults(handler=cmd_check)
 
 
 def cmd_check(args) -> int:
@@ -126,7 +126,7 @@ def _compile_parser(sub) -> None:
     p.add_argument("spec")
     p.add_argument("--out-dir", default="generated", help="directory for NAME.py")
     _structure_arguments(p)
-    p.set_defaults(run=cmd_compile)
+    p.set_defaults(handler=cmd_compile)
 
 
 def cmd_compile(args) -> int:
@@ -167,7 +167,7 @@ def _fit_parser(sub) -> None:
     p.add_argument("spec")
     p.add_argument("data", nargs="?", help="training data (one example per line unless --format says otherwise)")
     p.add_argument("--out", help="directory to save the model in")
-    _data_arguments(p)
+    _data_arguments(p, "fit")
     em = p.add_argument_group("EM")
     em.add_argument("--algorithm", default=d.algorithm, help="which EM (see below)")
     em.add_argument("--iterations", type=int, default=d.iterations, help="maximum iterations (batch-style algorithms)")
@@ -181,21 +181,42 @@ def _fit_parser(sub) -> None:
                     help="with gold annotations, score every N iterations (0: only at the end)")
     em.add_argument("--quiet", action="store_true", help="no progress lines")
     _structure_arguments(p)
-    p.set_defaults(run=cmd_fit)
+    p.set_defaults(handler=cmd_fit)
 
 
-def _data_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("data")
-    g.add_argument("--format", default=None, help="input format: tokens (default) or conll")
-    g.add_argument("--word-column", type=int, default=1, help="conll: the column holding the word (1-based)")
-    g.add_argument("--gold-column", type=int, default=None,
-                   help="conll: the column holding gold tags (1-based), for evaluation")
-    g.add_argument("--dictionary", metavar="FILE", help="chain: a tag dictionary (WORD TAG [TAG ...] per line); "
-                   "states become its tags and each word may take only its tags")
+def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
+    """--format, and each structure's own data options (its data module's FIT_OPTIONS or
+    DECODE_OPTIONS: a list of (flags, argparse keyword arguments))."""
+    from emc.structures.registry import STRUCTURES, data_for
+
+    formats: dict[str, str] = {}
+    groups = []
+    for name in STRUCTURES:
+        try:
+            data = data_for(name)
+        except ModuleNotFoundError:  # a structure still under construction
+            continue
+        formats.update(getattr(data, "FORMAT_HELP", {}))
+        groups.append((name, getattr(data, f"{when.upper()}_OPTIONS", [])))
+    g = p.add_argument_group("data", "input formats: " + "; ".join(f"{k}: {v}" for k, v in formats.items()))
+    g.add_argument("--format", default=None, choices=sorted(formats), metavar="FORMAT",
+                   help="input format (default: the structure's first: tokens, symbols, bitext, ...)")
+    taken = {"--format"}
+    for name, options in groups:
+        fresh = [(flags, kwargs) for flags, kwargs in options if not set(flags) & taken]
+        if fresh:
+            group = p.add_argument_group(f"{name} data options")
+            for flags, kwargs in fresh:
+                group.add_argument(*flags, **kwargs)
+                taken |= set(flags)
 
 
 def cmd_fit(args) -> int:
+    import numpy as np
+
+    from emc.runtime.executor import LocalExecutor
     from emc.runtime.fit import fit
+    from emc.runtime.params import random_init
     from emc.runtime.model_dir import save_run
     from emc.runtime.problem import Model, bind
     from emc.runtime.settings import FitSettings
@@ -216,20 +237,21 @@ def cmd_fit(args) -> int:
         from emc.runtime.model_dir import load_run
         saved = load_run(args.init)
         vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    corpus = model.read(args.data, options, vocabs)
-    keep = corpus.nonempty()
-    skipped = len(corpus) - len(keep)
-    corpus = corpus.subset(keep) if skipped else corpus
-    problem = bind(model, corpus, vocabs, options)
+    problem = bind(model, model.read(args.data, options, vocabs), vocabs, options)
+    skipped = problem.skipped
     if args.init:
         from emc.runtime.transfer import transfer_params
         init = transfer_params(saved, problem)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(f"emc: model {model.name} ready in {compiled:.1f}s; {problem.n_examples} examples from {args.data}"
-        + (f" ({skipped} empty lines skipped)" if skipped else "")
+    say(f"emc: {problem.n_examples} examples from {args.data}" + (f" ({skipped} empty lines skipped)" if skipped else "")
         + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    result = fit(problem, settings, observer=None if args.quiet else _progress_line, init=init)
-    summary = ", ".join(f"{k} {_fmt_metric(k, v)}" for k, v in result.metrics.items())
+    executor = LocalExecutor(problem, settings.threads or None)
+    compiled += executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+    say(f"emc: model {model.name} compiled in {compiled:.1f}s (numba caches it: the next run starts at once)")
+    result = fit(problem, settings, executor=executor, observer=None if args.quiet else _progress_line, init=init)
+    from emc.eval import format_metrics
+
+    summary = format_metrics(result.metrics)
     say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
     if args.out:
         save_run(Path(args.out), problem, result.params, settings, overrides, options, result.objective,
@@ -238,16 +260,13 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _fmt_metric(name: str, value: float) -> str:
-    return f"{value:.4f}" if name == "vi" else f"{100 * value:.2f}%"
-
-
 def _progress_line(record: dict) -> None:
+    from emc.eval import format_metric
+
     step = record.get("iteration") or record.get("pass")
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
-    metrics = "  ".join(f"{k} {_fmt_metric(k, v)}" for k, v in record.items()
-                        if k in ("many_to_one", "one_to_one", "accuracy", "f1", "aer", "token_f1"))
+    metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
     print(f"{kind} {step:4d}  objective {record['objective']:.8g}  change "
           f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
           f"{record['examples_per_second']:.0f} ex/s", file=sys.stderr)
@@ -261,8 +280,8 @@ def _decode_parser(sub) -> None:
     p.add_argument("run", help="a directory written by emc fit --out")
     p.add_argument("file")
     p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
-    _data_arguments(p)
-    p.set_defaults(run=cmd_decode)
+    _data_arguments(p, "decode")
+    p.set_defaults(handler=cmd_decode)
 
 
 def cmd_decode(args) -> int:
@@ -284,7 +303,7 @@ def _sample_parser(sub) -> None:
     p.add_argument("--mean-length", type=float, default=15.0)
     p.add_argument("--format", choices=("tokens", "conll"), default="tokens")
     _structure_arguments(p)
-    p.set_defaults(run=cmd_sample)
+    p.set_defaults(handler=cmd_sample)
 
 
 def cmd_sample(args) -> int:
@@ -301,9 +320,9 @@ def _info_parser(sub) -> None:
                                    "each table's shape and memory.")
     p.add_argument("spec")
     p.add_argument("data", nargs="?")
-    _data_arguments(p)
+    _data_arguments(p, "fit")
     _structure_arguments(p)
-    p.set_defaults(run=cmd_info)
+    p.set_defaults(handler=cmd_info)
 
 
 def cmd_info(args) -> int:
@@ -323,7 +342,7 @@ def _demo_parser(sub) -> None:
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="runs/demo", help="where to save the fitted model")
-    p.set_defaults(run=cmd_demo)
+    p.set_defaults(handler=cmd_demo)
 
 
 def cmd_demo(args) -> int:
@@ -338,8 +357,8 @@ def _dictionary_parser(sub) -> None:
                                    "for `emc fit --dictionary`.")
     p.add_argument("spec", help="a chain spec (names the observed variable)")
     p.add_argument("data", nargs="+")
-    _data_arguments(p)
-    p.set_defaults(run=cmd_dictionary)
+    _data_arguments(p, "fit")
+    p.set_defaults(handler=cmd_dictionary)
 
 
 def cmd_dictionary(args) -> int:

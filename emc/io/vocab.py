@@ -5,7 +5,8 @@ Policy for unknown values (documented in README "Unknown words"): id 0 of every 
 `x.suffix(3)` can be computed for a word never seen in training); when a corpus is packed for a
 trained model, every id the model was not trained on becomes 0, and the `<unk>` outcome of each
 learned table is given the summed probability of the outcomes seen once in training (hapax
-legomena), the usual estimate for a new word (see emc/runtime/params.py: unknown_outcomes).
+legomena), the usual estimate for a new word, or the row's smallest probability when there were
+none (see emc/runtime/params.py: unknown_outcomes).
 """
 from __future__ import annotations
 

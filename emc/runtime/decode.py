@@ -6,6 +6,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from emc.eval import format_metrics
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import check_log_z
 from emc.runtime.model_dir import load_run
@@ -24,10 +25,8 @@ def decode_file(run: str, path: str, options: dict[str, Any], posteriors: bool =
     merged = {k: v for k, v in saved.info["options"].items() if k not in INPUT_OPTIONS}
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    corpus = model.read(path, merged, vocabs)
-    keep = corpus.nonempty()
-    sub = corpus.subset(keep)
-    problem = bind(model, sub, vocabs, merged, trained=saved.trained)
+    problem = bind(model, model.read(path, merged, vocabs), vocabs, merged, trained=saved.trained)
+    sub = problem.corpus
     hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
     params = ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
     executor = LocalExecutor(problem)
@@ -43,7 +42,7 @@ def decode_file(run: str, path: str, options: dict[str, Any], posteriors: bool =
         lines = [data.format_decoded(sub, checked, q, decoded[q], problem.labels) for q in examples]
         if sub.gold and hasattr(data, "evaluate"):
             metrics = data.evaluate(sub, checked, decoded, problem.labels)
-            print("emc: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()), file=sys.stderr)
-    by_example = dict(zip(keep.tolist(), lines))
-    for i in range(len(corpus)):
+            print("emc: " + format_metrics(metrics), file=sys.stderr)
+    by_example = dict(zip(problem.kept.tolist(), lines))
+    for i in range(problem.read):
         yield by_example.get(i, "")

@@ -31,9 +31,9 @@ def run_demo(examples: int, states: int, iterations: int, seed: int, out: Path) 
     settings = FitSettings(iterations=iterations, seed=seed, tolerance=0.0, eval_every=10)
 
     def progress(record: dict) -> None:
-        if "many_to_one" in record:
+        if "metrics" in record:
             print(f"  iteration {record['iteration']:3d}  log-likelihood {record['objective']:.1f}  "
-                  f"many-to-one {100 * record['many_to_one']:.1f}%", file=sys.stderr)
+                  f"many-to-one {100 * record['metrics']['many_to_one']:.1f}%", file=sys.stderr)
 
     result = fit(problem, settings, observer=progress)
     gold = problem.corpus.gold["tags"].ids

@@ -4,6 +4,7 @@ emc.dist offers one on a Dask cluster.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numba
@@ -12,6 +13,7 @@ import numpy as np
 from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
+from emc.structures.semiring import SUM
 
 
 @dataclass
@@ -38,6 +40,14 @@ class LocalExecutor:
         self.problem = problem
         self.threads = threads or numba.get_num_threads()
         self.lengths = problem.corpus.lengths()
+
+    def warm_up(self, params: ParamState) -> float:
+        """Compile (or load from numba's cache) the model's E-step and decoder; the seconds taken."""
+        t0 = time.perf_counter()
+        one = np.zeros(1, np.int64)
+        self.estep(params, one, SUM, np.ones(1))
+        self.decode(params, one)
+        return time.perf_counter() - t0
 
     def prepare(self, params: ParamState) -> np.ndarray:
         return self.problem.model.module.prepare(self.problem.meta, params.abi())

@@ -105,8 +105,8 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
         change = None if previous is None else (state.objective - previous) / max(abs(previous), 1e-300)
         record.update({"change": change, "seconds": elapsed, "seconds_total": time.perf_counter() - started,
                        "examples_per_second": record.get("examples", problem.n_examples) / max(elapsed, 1e-9)})
-        if settings.eval_every and state.step % settings.eval_every == 0:
-            record.update(evaluate(state.params))
+        if settings.eval_every and state.step % settings.eval_every == 0 and evaluate.enabled:
+            record["metrics"] = evaluate(state.params)
         if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance and variant.converges:
             state.converged = True
         state.history.append(record)

@@ -66,9 +66,8 @@ def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, An
 
     model = Model.from_checked(model_checked)
     vocabs: dict = {}
-    corpus = model.read(path, options, vocabs)
-    corpus = corpus.subset(corpus.nonempty())
-    problem = bind(model, corpus, vocabs, options)
+    problem = bind(model, model.read(path, options, vocabs), vocabs, options)
+    corpus = problem.corpus
     lengths = corpus.lengths()
     lines = [f"data {path}: {len(corpus)} examples, {int(lengths.sum())} tokens (mean length "
              f"{lengths.mean():.1f}, max {lengths.max()})"]

@@ -166,7 +166,8 @@ def random_init(layout: ParamLayout, fixed_theta: np.ndarray, rng: np.random.Gen
 
 def unknown_outcomes(theta: np.ndarray, layout: ParamLayout, hapax: dict[str, np.ndarray]) -> np.ndarray:
     """Give outcome 0 (`<unk>`) of each learned table over a vocabulary the summed probability of
-    that vocabulary's training hapaxes (see emc/io/vocab.py). `hapax[space]` are their ids."""
+    that vocabulary's training hapaxes (see emc/io/vocab.py), or, when it had none, the row's
+    smallest non-zero probability. `hapax[space]` are the hapax ids."""
     out = theta.copy()
     for t in layout.learned():
         if len(t.outcome_spaces) != 1 or t.outcome_spaces[0] not in hapax:
@@ -175,4 +176,7 @@ def unknown_outcomes(theta: np.ndarray, layout: ParamLayout, hapax: dict[str, np
         m = t.matrix(out)
         if len(ids):
             m[0, :] = m[ids, :].sum(axis=0)
+        else:
+            m[0, :] = np.where(m > 0, m, np.inf).min(axis=0, initial=np.inf)
+            m[0, ~np.isfinite(m[0])] = 0.0
     return out

@@ -67,6 +67,12 @@ class Problem:
     ints: np.ndarray
     array_bounds: np.ndarray
     fixed_theta: np.ndarray = field(repr=False)
+    kept: np.ndarray = field(repr=False, default=None)  # indices of the examples kept (empty ones are not)
+    read: int = 0  # examples read, empty ones included
+
+    @property
+    def skipped(self) -> int:
+        return self.read - self.n_examples
 
     @property
     def n_examples(self) -> int:
@@ -79,12 +85,17 @@ class Problem:
 
 def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: dict[str, Any],
          trained: dict[str, Any] | None = None) -> Problem:
-    """Pack a corpus for a model. At fit time (`trained` None) vocabularies are counted and the
+    """Pack a corpus for a model; empty examples are left out (`kept` says which remain). At fit
+    time (`trained` None) vocabularies are counted and the
     structure's arguments may be set from the data (a chain's states from a tag dictionary); at
     decode time `trained` holds the fitted run's args, labels and vocabulary sizes, and every id
     the model was not trained on becomes `<unk>` (0)."""
     checked = model.checked
     data = model.data
+    original = len(corpus)
+    kept = corpus.nonempty()
+    if len(kept) < original:
+        corpus = corpus.subset(kept)
     views = _views(checked, corpus, vocabs)
     if trained is None:
         args = dict(checked.binding.args)
@@ -109,7 +120,8 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
         arrays[token_array_name(attr)] = views[token_array_name(attr)]
     ints, bounds = _concatenate([arrays[name] for name in model.module.ARRAYS])
     meta = layout.meta(checked, args, sizes)
-    problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size))
+    problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size),
+                      kept, original)
     problem.fixed_theta = fixed_tables(problem, options)
     return problem
 

@@ -240,6 +240,7 @@ class _Checker:
 
     def _struct_args(self, lat: ir.Latent, structure: Structure) -> dict[str, Any] | None:
         values: dict[str, Any] = {}
+        given: set[str] = set()
         ok = True
         for arg in lat.args:
             if arg.form != "keyword":
@@ -251,6 +252,7 @@ class _Checker:
                            did_you_mean(arg.name, names) or (f"its arguments are {one_of(names)}" if names else f"it takes none: {structure.signature}"))
                 ok = False
                 continue
+            given.add(arg.name)
             if arg.name in values:
                 self.error(arg.pos, f"argument '{arg.name}' is given twice")
                 ok = False
@@ -268,7 +270,7 @@ class _Checker:
                     raise EmcError(f"--set {spec.name}: {problem}; {spec.name} must be {spec.describe()}")
                 values[spec.name] = value
             if spec.name not in values:
-                if spec.default is None:
+                if spec.default is None and spec.name not in given and ok:
                     self.error(lat.pos, f"{structure.name} needs the argument '{spec.name}' ({spec.help})",
                                f"write {structure.signature}")
                     ok = False

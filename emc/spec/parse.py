@@ -11,9 +11,6 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from emc.spec import ir
 from emc.spec.errors import DiagnosticSink, EmcError
 
-KEYWORDS = ("model", "observed", "latent", "multinomial", "weight", "param", "from", "P",
-            "smooth", "prior", "fixed", "shares")
-
 # How the parser's terminal names read in a message.
 _TERMINAL_WORDS = {
     "NAME": "a name", "NUMBER": "a number", "SIGNED_NUMBER": "a number", "STRING": 'a "string"',
@@ -227,12 +224,30 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
         return
     assert isinstance(err, UnexpectedToken)
     tok = err.token
+    hint = _expected_hint(err.expected)
+    if tok.type == "$END":
+        lines = text.rstrip().splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+        sink.error(ir.Pos(line, column, line, column + 1), "the spec ends in the middle of a statement", hint)
+        return
+    before = _previous_token_end(text, tok.start_pos)
+    if before is not None and before[0] < line:
+        # the statement on an earlier line is unfinished: point there, not at the next keyword
+        sink.error(ir.Pos(before[0], before[1], before[0], before[1] + 1),
+                   f"this statement is not finished (the next line starts with {str(tok)!r})", hint)
+        return
     width = max(len(str(tok)), 1)
-    shown = "the end of the file" if tok.type == "$END" else repr(str(tok))
-    message = f"unexpected {shown}"
-    if str(tok) in KEYWORDS and "NAME" in err.expected:
-        message = f"'{tok}' is a keyword and cannot be used as a name here"
-    sink.error(ir.Pos(line, column, line, column + width), message, _expected_hint(err.expected))
+    sink.error(ir.Pos(line, column, line, column + width), f"unexpected {str(tok)!r}", hint)
+
+
+def _previous_token_end(text: str, offset: int) -> tuple[int, int] | None:
+    """Line and column just after the last non-blank, non-comment character before offset."""
+    lines = text[:offset].split("\n")
+    for back in range(len(lines) - 1, -1, -1):
+        code = lines[back].split("#", 1)[0].rstrip()
+        if code:
+            return back + 1, len(code) + 1
+    return None
 
 
 def _expected_hint(expected) -> str | None:

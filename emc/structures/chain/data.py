@@ -18,6 +18,14 @@ from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
 
 FORMATS = ("tokens", "conll")
+FIT_OPTIONS = [
+    (("--word-column",), {"type": int, "default": 1, "help": "conll: the column holding the word (1-based)"}),
+    (("--gold-column",), {"type": int, "default": None,
+                          "help": "conll: the column holding gold tags (1-based), for evaluation"}),
+    (("--dictionary",), {"metavar": "FILE", "help": "a tag dictionary (WORD TAG [TAG ...] per line): the states "
+                         "become its tags and each listed word may take only its tags (`emc dictionary` writes one)"}),
+]
+DECODE_OPTIONS = FIT_OPTIONS[:2]
 FORMAT_HELP = {
     "tokens": "one sentence per line, tokens separated by whitespace",
     "conll": "one token per line in whitespace-separated columns (--word-column, --gold-column), "

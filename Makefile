@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` (set up, run the main job) and `make test`
+# (set up, run the test suite). Both start from a clean clone; .ci/run calls `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install generated bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# A plain (non-editable) install: the tests run against what users get from `pip install .`.
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet '.[test]'
+
+demo: install
+	$(BIN)/emc demo
+
+test: install
+	$(BIN)/pytest -q
+
+generated: install
+	for spec in specs/*.em; do $(BIN)/emc compile $$spec --out-dir generated || exit 1; done
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet '.[bench,test]'
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info runs

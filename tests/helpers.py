@@ -1,0 +1,100 @@
+"""Building problems from in-memory data, and checking a generated E-step against brute force."""
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.params import ParamState, normalize_rows
+from emc.runtime.problem import Model, Problem, bind
+from emc.structures.semiring import MAX, SUM
+
+
+def write_lines(path: Path, lines: Iterable[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def problem_from_lines(tmp_path: Path, spec: str, lines: list[str], options: dict | None = None,
+                       overrides: dict | None = None) -> Problem:
+    """A problem over the given data lines (in the structure's default format)."""
+    model = Model.from_text(spec, "test.em", overrides)
+    data = write_lines(tmp_path / "data.txt", lines)
+    options = options or {}
+    vocabs: dict = {}
+    corpus = model.read(str(data), options, vocabs)
+    return bind(model, corpus, vocabs, options)
+
+
+def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0) -> ParamState:
+    """Random learned tables (rows normalised), optionally with some entries exactly 0."""
+    theta = problem.fixed_theta.copy()
+    for t in problem.layout.learned():
+        values = rng.gamma(0.7, size=t.size) + 1e-3
+        if zeros:
+            values[rng.random(t.size) < zeros] = 0.0
+        theta[t.entries] = values
+    return ParamState.plain(normalize_rows(theta, problem.layout, problem.layout.learned()), problem.layout)
+
+
+Firing = tuple[str, int, int]  # (table name, row, outcome)
+
+
+def check_against_enumeration(problem: Problem, params: ParamState, example: int,
+                              structures: list[tuple[list[Firing], object]],
+                              decoded_of: Callable[[np.ndarray], object], tol: float = 1e-9) -> None:
+    """The generated E-step (log Z and every expected count), posterior-derived counts under
+    max (hard EM) and the decoder must equal brute force over the latent structures.
+
+    `structures` lists every latent structure of the example as (the factor firings it consists
+    of, its decoded form); `decoded_of` turns the decoder's output into that form."""
+    layout = problem.layout
+    weights = params.weights(layout)
+
+    def entry(table: str, row: int, outcome: int) -> int:
+        t = layout.table(table)
+        return t.offset + outcome * t.rows + row
+
+    scores = []
+    for firings, _ in structures:
+        scores.append(math.prod(weights[entry(*f)] for f in firings))
+    scores = np.array(scores)
+    total = scores.sum()
+    executor = LocalExecutor(problem, threads=1)
+    ex = np.array([example])
+    result = executor.estep(params, ex, SUM, np.ones(1))
+    if total == 0:
+        assert result.log_z[0] == -np.inf
+        return
+    assert math.isclose(result.log_z[0], math.log(total), rel_tol=tol, abs_tol=tol), (result.log_z[0], math.log(total))
+    expected = np.zeros(layout.size)
+    learned = layout.learned_mask()
+    for (firings, _), score in zip(structures, scores):
+        for f in firings:
+            expected[entry(*f)] += score / total
+    expected[~learned] = 0.0
+    np.testing.assert_allclose(result.counts, expected, rtol=1e-7, atol=1e-10)
+
+    best = int(np.argmax(scores))
+    decoded, log_best = executor.decode(params, ex)
+    assert math.isclose(log_best[0], math.log(scores[best]), rel_tol=tol, abs_tol=tol)
+    # ties aside, the decoder returns the argmax structure
+    ties = np.flatnonzero(np.isclose(scores, scores[best], rtol=1e-12))
+    assert decoded_of(decoded[0]) in [structures[i][1] for i in ties]
+
+    hard = executor.estep(params, ex, MAX, np.ones(1))
+    assert math.isclose(hard.log_z[0], math.log(scores[best]), rel_tol=tol, abs_tol=tol)
+    if len(ties) == 1:
+        viterbi_counts = np.zeros(layout.size)
+        for f in structures[best][0]:
+            viterbi_counts[entry(*f)] += 1.0
+        viterbi_counts[~learned] = 0.0
+        np.testing.assert_allclose(hard.counts, viterbi_counts, atol=1e-12)
+
+
+def product(values: Iterable, repeat: int):
+    return itertools.product(values, repeat=repeat)
