@@ -175,7 +175,9 @@ def _fit_parser(sub) -> None:
                     help="stop when the objective's relative change is below this (0: run all iterations)")
     em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
     em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1)")
-    em.add_argument("--init", metavar="RUN", help="start from a saved model's parameters")
+    em.add_argument("--init", default=d.init, metavar="NAME|RUN",
+                    help="initial parameters: random, uniform, labeled (from the labeled examples alone), a "
+                         "structure's own (spantree: random-split), or a saved model's directory")
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")
@@ -225,21 +227,22 @@ def cmd_fit(args) -> int:
         raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
     overrides = _overrides(args)
     options = vars(args).copy()
+    from_run = Path(args.init).is_dir()
     settings = FitSettings(algorithm=args.algorithm, iterations=args.iterations, tolerance=args.tolerance,
-                           seed=args.seed, init_noise=args.init_noise, threads=args.threads,
-                           eval_every=args.eval_every)
+                           seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
+                           threads=args.threads, eval_every=args.eval_every)
     t0 = time.perf_counter()
     model = Model.from_file(args.spec, overrides)
     compiled = time.perf_counter() - t0
     vocabs: dict = {}
     init = None
-    if args.init:
+    if from_run:
         from emc.runtime.model_dir import load_run
         saved = load_run(args.init)
         vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
     problem = bind(model, model.read(args.data, options, vocabs), vocabs, options)
     skipped = problem.skipped
-    if args.init:
+    if from_run:
         from emc.runtime.transfer import transfer_params
         init = transfer_params(saved, problem)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))

@@ -14,7 +14,8 @@ import numpy as np
 
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.mstep import log_prior
-from emc.runtime.params import ParamState, random_init
+from emc.runtime.initialize import initial_params
+from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
@@ -90,7 +91,7 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
     variant = make_variant(settings.algorithm, problem, executor, settings)
     if state is None:
         rng = np.random.default_rng(settings.seed)
-        params = init if init is not None else random_init(problem.layout, problem.fixed_theta, rng, settings.init_noise)
+        params = init if init is not None else initial_params(problem, settings, executor, rng)
         state = FitState(params=params, rng=rng)
         variant.start(state)
     evaluate = Evaluator(problem, executor)
