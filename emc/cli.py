@@ -181,6 +181,10 @@ def _fit_parser(sub) -> None:
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")
+    em.add_argument("--labeled-weight", type=float, default=d.labeled_weight,
+                    help="semi-supervised: weight of the labeled examples' counts")
+    em.add_argument("--unlabeled-weight", type=float, default=d.unlabeled_weight,
+                    help="semi-supervised: weight lambda of the unlabeled examples' counts (Nigam et al. 2000)")
     em.add_argument("--quiet", action="store_true", help="no progress lines")
     _structure_arguments(p)
     p.set_defaults(handler=cmd_fit)
@@ -230,7 +234,8 @@ def cmd_fit(args) -> int:
     from_run = Path(args.init).is_dir()
     settings = FitSettings(algorithm=args.algorithm, iterations=args.iterations, tolerance=args.tolerance,
                            seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
-                           threads=args.threads, eval_every=args.eval_every)
+                           threads=args.threads, eval_every=args.eval_every, labeled_weight=args.labeled_weight,
+                           unlabeled_weight=args.unlabeled_weight)
     t0 = time.perf_counter()
     model = Model.from_file(args.spec, overrides)
     compiled = time.perf_counter() - t0

@@ -99,11 +99,9 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     views = _views(checked, corpus, vocabs)
     if trained is None:
         args = dict(checked.binding.args)
-        labels = {}
-        names = data.state_labels(checked, options, corpus) if hasattr(data, "state_labels") else None
-        if names:
-            args["states"] = len(names)
-            labels["states"] = names
+        labels = data.named_values(checked, options, corpus) if hasattr(data, "named_values") else {}
+        for arg, names in labels.items():
+            args[arg] = len(names)
         for name, ids in _vocab_ids(checked, corpus, views).items():
             vocabs[name].count(ids)
     else:

@@ -114,8 +114,9 @@ def dictionary_lines(corpora: list[Corpus], model: CheckedModel) -> list[str]:
     return [f"{w} {' '.join(ts)}" for w, ts in seen.items()]
 
 
-def state_labels(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -> list[str] | None:
-    """State names when tags are known: the dictionary's tags, or the labeled examples' tags."""
+def named_values(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -> dict[str, list[str]]:
+    """{"states": the tag names} when tags are known (a tag dictionary, or labeled examples): the
+    states become the tags, and `states` their number."""
     names: list[str] = []
     if options.get("dictionary"):
         for tags in read_dictionary(options["dictionary"]).values():
@@ -124,7 +125,7 @@ def state_labels(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -
         tags = corpus.gold["tags"]
         for i in np.flatnonzero(corpus.labeled_mask):
             names += [t for t in tags.tokens(i) if t not in names]
-    return sorted(names) or None
+    return {"states": sorted(names)} if names else {}
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
