@@ -4,16 +4,15 @@ Rows are the (context) rows of each learned table. Without a prior a row is its 
 normalised (maximum likelihood). `smooth add(a)` adds a to every count (MAP under a symmetric
 Dirichlet(1 + a)); `prior dirichlet(alpha)` is the MAP estimate max(c + alpha - 1, 0) normalised;
 `prior sparse(alpha, beta)` is the smoothed-L0 prior of Vaswani, Pauls & Chiang (2010), in
-emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform.
+emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform. (Variational
+Bayes has its own update: emc/runtime/variants/vb.py.)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from emc.runtime.params import ParamLayout, ParamState, TableLayout
-
-# Parameters are kept above this floor by the sparse prior; it also bounds log-prior terms.
-FLOOR = 1e-7
+from emc.runtime.sparse_prior import maximize_sparse
 
 
 def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None) -> ParamState:
@@ -37,7 +36,6 @@ def _regularizer(t: TableLayout, overrides: dict | None):
 def maximize_table(counts: np.ndarray, smoothing: float, prior, current: np.ndarray) -> np.ndarray:
     """The M-step for one table, counts given as (outcomes, rows)."""
     if prior is not None and prior.kind == "sparse":
-        from emc.runtime.sparse_prior import maximize_sparse
         return maximize_sparse(counts + smoothing, prior.alpha, prior.beta)
     c = counts + smoothing
     if prior is not None and prior.kind == "dirichlet":
