@@ -183,10 +183,11 @@ def test_vb_lower_bound_never_decreases_and_weights_are_subnormalised(problem):
 # --- MAP: smoothing, Dirichlet, the smoothed-L0 prior ----------------------------------------
 
 def test_smoothing_and_dirichlet_map(problem):
-    counts = np.array([[3.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
-    np.testing.assert_allclose(maximize_table(counts, 1.0, None, counts)[:, 0], [4 / 7, 2 / 7, 1 / 7])
-    np.testing.assert_allclose(maximize_table(counts, 0.0, Prior("dirichlet", 0.5), counts)[:, 0], [5 / 6, 1 / 6, 0.0])
-    np.testing.assert_allclose(maximize_table(counts, 0.0, None, counts)[:, 1], [1 / 3] * 3)
+    # two rows of three outcomes, outcome-major: row 0 has counts 3, 1, 0 and row 1 none
+    counts, rows = np.array([3.0, 0.0, 1.0, 0.0, 0.0, 0.0]), np.array([0, 1, 0, 1, 0, 1])
+    np.testing.assert_allclose(maximize_table(counts, rows, 2, 1.0, None)[::2], [4 / 7, 2 / 7, 1 / 7])
+    np.testing.assert_allclose(maximize_table(counts, rows, 2, 0.0, Prior("dirichlet", 0.5))[::2], [5 / 6, 1 / 6, 0.0])
+    np.testing.assert_allclose(maximize_table(counts, rows, 2, 0.0, None)[1::2], [1 / 3] * 3)
     result = fit(problem, base(iterations=15, regularizers={"trans": (0.3, None), "emit": (0.0, Prior("dirichlet", 2.0))}))
     assert monotone(objectives(result))
 

@@ -50,10 +50,3 @@ def maximize_row(counts: np.ndarray, alpha: float, beta: float) -> np.ndarray:
             break
     return p
 
-
-def maximize_sparse(counts: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """The M-step of a table shaped (outcomes, rows)."""
-    out = np.empty_like(counts, dtype=np.float64)
-    for r in range(counts.shape[1]):
-        out[:, r] = maximize_row(counts[:, r], alpha, beta)
-    return out

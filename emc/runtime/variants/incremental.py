@@ -55,10 +55,8 @@ class Incremental(Variant):
         theta, pseudo = state.params.theta, state.extra.pop("pseudo_counts")
         data = theta - pseudo
         reached = np.bincount(layout.row_of, weights=np.abs(data), minlength=layout.n_rows) > 0
-        for t in layout.learned():
-            rows = reached[t.row_slice]
-            m, d = t.matrix(theta), t.matrix(data)
-            m[:, rows] = np.maximum(d[:, rows], 0.0)
+        drop = layout.learned_mask() & reached[layout.row_of]
+        theta[drop] = np.maximum(data[drop], 0.0)
 
     def _recount_rows(self, state: FitState) -> None:
         """Row totals from theta afresh, so rounding in the running totals never accumulates."""

@@ -31,11 +31,10 @@ def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndar
     """mu = the current (normalised) parameters, as the online variants' starting statistics."""
     theta = params.weights(layout)
     row_add_den = np.zeros(layout.n_rows)
-    for t in layout.learned():
-        row_add_den[t.row_slice] = smoothing[t.index] * t.outcomes
     row_total = np.ones(layout.n_rows)
     for t in layout.learned():
-        row_total[t.row_slice] = t.matrix(theta).sum(axis=0)
+        row_add_den[t.row_slice] = smoothing[t.index] * t.row_sizes()
+        row_total[t.row_slice] = t.row_sums(theta)
     return ParamState(theta, row_total, row_add_den, smoothing.copy(), np.ones(1))
 
 

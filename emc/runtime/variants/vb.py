@@ -49,13 +49,15 @@ class VariationalBayes(Variant):
         theta = previous.weights(layout)
         kl = 0.0
         for t in layout.learned():
-            a = t.matrix(alpha)
-            post = a + t.matrix(counts)
-            total = post.sum(axis=0)
-            t.matrix(theta)[:] = np.exp(digamma(post) - digamma(total))
-            kl += float(np.sum(gammaln(total) - gammaln(a.sum(axis=0)))
-                        - np.sum(gammaln(post) - gammaln(a))
-                        + np.sum((post - a) * (digamma(post) - digamma(total))))
+            rows = t.local_rows()
+            a = alpha[t.entries]
+            post = a + counts[t.entries]
+            total = np.bincount(rows, weights=post, minlength=t.rows)
+            prior_total = np.bincount(rows, weights=a, minlength=t.rows)
+            log_weight = digamma(post) - digamma(total)[rows]
+            theta[t.entries] = np.exp(log_weight)
+            kl += float(np.sum(gammaln(total) - gammaln(prior_total))
+                        - np.sum(gammaln(post) - gammaln(a)) + np.sum((post - a) * log_weight))
         return ParamState.plain(theta, layout), kl
 
     def final_objective(self, state: FitState) -> float:
