@@ -188,8 +188,9 @@ def _fit_parser(sub) -> None:
     em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
     em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1)")
     em.add_argument("--init", default=d.init, metavar="NAME|RUN",
-                    help="initial parameters: random, uniform, labeled (from the labeled examples alone), a "
-                         "structure's own (spantree: random-split), or a saved model's directory")
+                    help="initial parameters: default (the structure's own choice, else random), random, uniform, "
+                         "labeled (from the labeled examples alone), a structure's own (spantree: random-split), "
+                         "or a saved model's directory")
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")
@@ -215,6 +216,9 @@ def _fit_parser(sub) -> None:
                     help="semi-supervised: weight of the labeled examples' counts")
     em.add_argument("--unlabeled-weight", type=float, default=d.unlabeled_weight,
                     help="semi-supervised: weight lambda of the unlabeled examples' counts (Nigam et al. 2000)")
+    em.add_argument("--workers", type=int, metavar="N",
+                    help="run the E-step on a local Dask cluster of N worker processes (pip install 'emc[dask]')")
+    em.add_argument("--scheduler", metavar="ADDRESS", help="run the E-step on an existing Dask cluster")
     em.add_argument("--quiet", action="store_true", help="no progress lines")
     em.add_argument("--log", metavar="FILE.jsonl", help="also write each iteration's record here as it happens")
     _structure_arguments(p)
@@ -269,13 +273,13 @@ def cmd_fit(args) -> int:
         from_run = Path(args.init).is_dir()
         settings = FitSettings(
             algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
-            seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
+            seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
             threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
             beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
             vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
             restarts=args.restarts, regularizers=_regularizers(args))
         job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
-                            args.init if from_run else None, args.checkpoint_every)
+                            args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
         out = Path(args.out) if args.out else None
         prepared, result = jobs.run(job, out, observer, say, progress=progress)
     summary = format_metrics(result.metrics)

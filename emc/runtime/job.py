@@ -36,6 +36,8 @@ class Job:
     labeled: str | None = None
     init_run: str | None = None  # --init RUN
     checkpoint_seconds: float = 0.0
+    workers: int | None = None  # --workers N: a LocalCluster of N processes
+    scheduler: str | None = None  # --scheduler ADDRESS: an existing Dask cluster
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def fit_settings(self) -> FitSettings:
@@ -55,12 +57,12 @@ def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
 
 def make_job(spec_path: str, data: list[str], overrides: dict[str, Any], options: dict[str, Any],
              settings: FitSettings, labeled: str | None = None, init_run: str | None = None,
-             checkpoint_seconds: float = 0.0) -> Job:
+             checkpoint_seconds: float = 0.0, workers: int | None = None, scheduler: str | None = None) -> Job:
     from emc.spec.parse import parse_file
 
     text = parse_file(spec_path).text  # reports an unreadable, non-UTF-8 or malformed spec here
     return Job(text, str(spec_path), overrides, list(data), _jsonable(options), settings.to_json(), labeled,
-               init_run, checkpoint_seconds)
+               init_run, checkpoint_seconds, workers, scheduler)
 
 
 @dataclass
@@ -123,12 +125,15 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
     skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
     say(f"emc: {problem.n_examples} examples from {', '.join(job.data)}{skipped}; "
         f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    executor = LocalExecutor(problem, settings.threads or None)
-    warm = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
-    say(f"emc: model {prepared.model.name} compiled in {prepared.compile_seconds + warm:.1f}s "
-        f"(numba caches it: the next run starts at once)")
     checkpointer = _LatestState(Checkpointer(out, asdict(job), job.checkpoint_seconds) if out else None)
+    client = None
     try:
+        executor, client = make_executor(job, problem, settings)
+        if client is not None:
+            say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
+        warm = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+        say(f"emc: model {prepared.model.name} compiled in {prepared.compile_seconds + warm:.1f}s "
+            f"(numba caches it: the next run starts at once)")
         result = fit_with_restarts(problem, settings, executor, observer, prepared.init, state, checkpointer, progress)
     except KeyboardInterrupt:
         latest = checkpointer.state
@@ -139,10 +144,24 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
         step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
         raise Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
                           f"continue with `emc fit --resume {out}`") from None
+    finally:
+        if client is not None:
+            from emc.dist.executor import disconnect
+            disconnect(client)
     if out:
         save_run(out, problem, result.params, settings, job.overrides, job.options, result.objective,
                  result.metrics, result.history)
     return prepared, result
+
+
+def make_executor(job: Job, problem: Problem, settings: FitSettings):
+    """This machine's cores, or a Dask cluster (--workers / --scheduler); and the client if any."""
+    if not job.workers and not job.scheduler:
+        return LocalExecutor(problem, settings.threads or None), None
+    from emc.dist.executor import DaskExecutor, connect
+
+    client = connect(job.workers, job.scheduler)
+    return DaskExecutor(problem, client), client
 
 
 class _LatestState:

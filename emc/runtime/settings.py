@@ -12,7 +12,7 @@ class FitSettings:
     passes: int = 10  # online variants: passes over the data
     tolerance: float = 1e-6  # stop when the relative objective change falls below this (0: never)
     seed: int = 1
-    init: str = "random"  # random | uniform | labeled | a structure's own (random-split); see emc.runtime.initialize
+    init: str = "default"  # default | random | uniform | labeled | a structure's own; see emc.runtime.initialize
     init_noise: float = 1.0  # initial rows proportional to 1 + init_noise * U(0, 1)
     threads: int = 0  # 0: numba's default (all cores)
     eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)

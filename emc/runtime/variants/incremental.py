@@ -13,6 +13,7 @@ from emc.runtime.fit import FitState, check_log_z
 from emc.runtime.online import incremental_pass
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, statistics_state
+from emc.spec.errors import EmcError
 
 
 class Incremental(Variant):
@@ -21,6 +22,9 @@ class Incremental(Variant):
     converges = False
 
     def start(self, state: FitState) -> None:
+        if not self.executor.in_process:
+            raise EmcError("incremental EM keeps every example's statistics in this process: run it without "
+                           "--workers/--scheduler (stepwise EM runs on a cluster)")
         layout = self.problem.layout
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
         state.params = statistics_state(state.params, layout, smoothing)

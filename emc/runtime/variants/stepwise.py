@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.fit import FitState, check_log_z
-from emc.runtime.online import stepwise_pass
+from emc.runtime.online import RESCALE_BELOW, stepwise_pass
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, statistics_state
 from emc.spec.errors import EmcError
+from emc.structures.semiring import SUM
 
 
 class Stepwise(Variant):
@@ -34,6 +35,8 @@ class Stepwise(Variant):
         return state.step >= self.settings.passes
 
     def step(self, state: FitState) -> dict:
+        if not self.executor.in_process:
+            return self.step_remote(state)
         p = self.problem
         order = state.rng.permutation(p.n_examples).astype(np.int64)
         module = p.model.module
@@ -48,3 +51,29 @@ class Stepwise(Variant):
             total += done
         state.extra["updates"] = updates
         return {"pass": state.step + 1, "objective": total, "updates": updates}
+
+    def step_remote(self, state: FitState) -> dict:
+        """The same updates with each mini-batch's E-step on the executor (a Dask cluster): its
+        expected counts come back dense, and the touched entries are their non-zeros."""
+        p = self.problem
+        params = state.params
+        order = state.rng.permutation(p.n_examples).astype(np.int64)
+        total, k = 0.0, state.extra["updates"]
+        for start in range(0, len(order), self.settings.batch_size):
+            batch = order[start:start + self.settings.batch_size]
+            result = self.executor.estep(params, batch, SUM, self.weights[batch])
+            check_log_z(p, batch, result.log_z)
+            total += float(np.dot(self.weights[batch], result.log_z))
+            eta = (k + 2.0) ** -self.settings.alpha
+            params.scale[0] *= 1.0 - eta
+            touched = np.flatnonzero(result.counts)
+            add = eta / params.scale[0] * result.counts[touched]
+            params.theta[touched] += add
+            np.add.at(params.row_total, p.layout.row_of[touched], add)
+            k += 1
+            if not RESCALE_BELOW <= params.scale[0] <= 1.0 / RESCALE_BELOW:
+                params.theta *= params.scale[0]
+                params.row_total *= params.scale[0]
+                params.scale[0] = 1.0
+        state.extra["updates"] = k
+        return {"pass": state.step + 1, "objective": total, "updates": k}
