@@ -1,0 +1,43 @@
+"""The lazy parameter state the online variants update in place (see emc/runtime/online.py):
+theta holds the sufficient statistics mu / scale for learned tables and the fixed values
+elsewhere; the E-step reads (theta * scale + a_b) / (row_total * scale + a_b * outcomes)."""
+from __future__ import annotations
+
+import numpy as np
+
+from emc.runtime.params import ParamLayout, ParamState
+from emc.spec.errors import EmcError
+
+
+def additive_smoothing(layout: ParamLayout, regularizers: dict, algorithm: str) -> np.ndarray:
+    """Per table, the pseudo-count the online M-step adds: `smooth add(a)`, or alpha - 1 for
+    `prior dirichlet(alpha >= 1)`. Other priors have no closed form to apply lazily."""
+    out = np.zeros(len(layout.tables))
+    for t in layout.learned():
+        smoothing, prior = regularizers.get(t.name, (t.smoothing, t.prior))
+        out[t.index] = smoothing
+        if prior is None:
+            continue
+        if prior.kind == "dirichlet" and prior.alpha >= 1.0:
+            out[t.index] += prior.alpha - 1.0
+        else:
+            raise EmcError(f"--algorithm {algorithm} updates the parameters lazily, which works for "
+                           f"`smooth add(a)` and `prior dirichlet(alpha >= 1)` only; block '{t.name}' has "
+                           f"prior {prior.kind}: use --algorithm batch, hard, annealed or vb")
+    return out
+
+
+def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndarray) -> ParamState:
+    """mu = the current (normalised) parameters, as the online variants' starting statistics."""
+    theta = params.weights(layout)
+    row_add_den = np.zeros(layout.n_rows)
+    row_total = np.ones(layout.n_rows)
+    for t in layout.learned():
+        row_add_den[t.row_slice] = smoothing[t.index] * t.row_sizes()
+        row_total[t.row_slice] = t.row_sums(theta)
+    return ParamState(theta, row_total, row_add_den, smoothing.copy(), np.ones(1))
+
+
+def count_buffer(layout: ParamLayout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense counts, their marks, and the list of touched entries (touched[0] = how many)."""
+    return np.zeros(layout.size), np.zeros(layout.size, np.uint8), np.zeros(layout.size + 1, np.int64)
