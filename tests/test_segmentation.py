@@ -149,12 +149,22 @@ def test_gold_file_scores_like_gold_spaces(tmp_path, capsys):
     import json
     metrics = [json.loads((tmp_path / r / "run.json").read_text())["metrics"] for r in ("a", "b")]
     assert metrics[0] == metrics[1] and metrics[0]["token_f1"] > 0
+    # the training run's --gold file describes its own data: decoding another file ignores it
+    other = write_lines(tmp_path / "other.txt", ["".join(lines[0].split())])
+    assert decode(tmp_path / "a", other)[0].replace(" ", "") == lines[0].replace(" ", "")
 
 
 def test_both_gold_options_at_once(tmp_path, capsys):
     data = write_lines(tmp_path / "data.txt", ["ab cd"])
     code, err = run_fit(tmp_path, capsys, data, "--gold", data, "--gold-spaces")
     assert code == 1 and "either with --gold FILE or with --gold-spaces" in err
+
+
+def test_labeled_examples_are_refused_not_ignored(tmp_path, capsys):
+    data = write_lines(tmp_path / "data.txt", ["abcd"])
+    labeled = write_lines(tmp_path / "labeled.txt", ["ab cd"])
+    code, err = run_fit(tmp_path, capsys, data, "--labeled", labeled)
+    assert code == 1 and "does not take labeled examples" in err
 
 
 def test_empty_data(tmp_path, capsys):

@@ -100,6 +100,9 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     substring vocabulary grows with the corpus's runs; at fit time its counts are the runs'
     occurrences (for the hapax estimate of `<unk>`), at decode time runs the trained model has not
     seen become `<unk>`."""
+    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
+        raise DataError(corpus.path, None, "the segmentation structure does not take labeled examples (--labeled) "
+                                           "yet: give the data alone, with --gold-spaces or --gold to score it")
     field = corpus.fields[model.binding.observed["x"]]
     vocab = vocabs.setdefault(SUBSTRINGS, Vocabulary())
     words = word_ids(field.ids, field.offsets, field.vocab.values, args["maxlen"], vocab)
