@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,13 +138,15 @@ def test_dp_matches_log_space_enumeration_over_the_double_range(n, maxlen, seed,
     assert tuple(int(l) + 1 for i, l in zip(*np.nonzero(hard))) in best_paths
 
 
-def test_tiny_scores_leave_linear_space_and_stay_exact():
-    """'ab' where the word 'a' has probability 1e-200: the prefix 'a' is too improbable for
-    linear space, so the example is redone in log space; both segmentations keep their share."""
-    seg = np.array([[1e-200, 0.5], [0.5, 0.0]])
+@pytest.mark.parametrize("tiny, linear", [(1e-200, True), (1e-310, False)])
+def test_tiny_scores_stay_exact(tiny, linear):
+    """'ab' where the word 'a' has probability `tiny`: the prefix 'a' is that improbable, yet both
+    segmentations keep their share. 1e-200 stays in linear space (the prefix is left unnormalised);
+    a denormal 1e-310 is beyond it, and the example is redone in log space."""
+    seg = np.array([[tiny, 0.5], [0.5, 0.0]])
     alpha, inv_scale = np.empty(3), np.empty(3)
-    assert math.isnan(dp.forward(SUM, dp.LINEAR, seg, alpha, inv_scale))
+    assert math.isnan(dp.forward(SUM, dp.LINEAR, seg, alpha, inv_scale)) != linear
     marg = np.empty((2, 2))
     log_z = dp.marginals(SUM, seg, marg)
-    assert math.isclose(log_z, math.log(0.5 + 0.5e-200))
-    np.testing.assert_allclose(marg, [[1e-200, 1.0], [1e-200, 0.0]], rtol=1e-12, atol=0)
+    assert math.isclose(log_z, math.log(0.5 + 0.5 * tiny))
+    np.testing.assert_allclose(marg, [[tiny, 1.0], [tiny, 0.0]], rtol=1e-6, atol=0)

@@ -1,24 +1,33 @@
 """The segmentation DPs: semi-Markov forward-backward and Viterbi over segment ends, written once for
-the sum and max semirings and, for the rare example whose dynamic range a double cannot hold in
-linear space, once more in log space by the same code (a run-time constant `space`).
+the sum and max semirings and, for an example whose dynamic range a double cannot hold in linear
+space (late in EM, when most words' probabilities have collapsed towards 0, a few percent of a
+corpus), once more in log space by the same code (a run-time constant `space`).
 
 Input: seg[i, l - 1], the score of the segment x[i:i+l] (0 when it is ruled out; rows past the end
 of the example are never read). With a[j] the (semiring) sum over segmentations of x[:j]:
 
     a[0] = 1,  a[j] = (+)_{l=1..min(L, j)} a[j-l] seg[j-l, l-1],  Z = a[n].
 
-Rescaling. Position j gets a scale c_j and a flag alpha[j] = a[j] / (c_1 ... c_j), which is 1 when
-x[:j] can end a word and 0 when it cannot: c_j = a[j] / a[j-1] when a[j] > 0 (1 otherwise), computed
-from the earlier flags as c_j = (+)_l alpha[j-l] seg[j-l, l-1] / (c_{j-l+1} ... c_{j-1}). The
-ratios span up to L positions, so in linear space they are kept within [1/RANGE, RANGE]; an example
-that leaves that range (some prefix improbable beyond 1e-150 relative to its neighbours, which
-long EM runs can produce) is redone in log space, where it cannot overflow. log Z = sum_j log c_j.
+Rescaling. a[j] = alpha[j] * P_j with P_j = c_1 ... c_j. Position j computes
+    raw_j = (+)_l alpha[j-l] seg[j-l, l-1] / (c_{j-l+1} ... c_{j-1})   (= a[j] / P_{j-1})
+and is normalised (c_j = raw_j, alpha[j] = 1) unless raw_j < NORMALISE: a prefix that ends inside a
+likely word is improbable by hundreds of orders of magnitude after some EM, and normalising there
+would make the next ratio as large; such a position keeps c_j = 1 and alpha[j] = raw_j, small but
+exact (0: no segmentation of x[:j]). log Z = sum_j log c_j + log alpha[n].
 
-Backward (sum only): with beta[n] = 1 and
-    beta[i] = sum_l seg[i, l-1] beta[i+l] / (c_{i+1} ... c_{i+l})    (0 where alpha[i] = 0)
-beta[i] is the posterior probability that a word starts at i, and each term of the sum is the
-posterior marginal of its segment (i, l). Under max the best segmentation is backtracked from the
-flags and scales (no back-pointers stored) and its segments get marginal 1.
+Linear space holds what it can hold exactly: ratios (which span up to L positions) and sums within
+[TINY, RANGE]. A term alpha[j-l] seg ratio with a product below TINY is dropped, which is exact when
+its true size (taken in logs, rarely) is below e^-NEGLIGIBLE of its position's sum; otherwise, and
+whenever a ratio or a sum leaves the range, the example is redone in log space, where nothing can
+overflow or underflow. Backward and backtrack drop the same terms.
+
+Backward (sum only): with beta[j] = b[j] P_j / Z, b[j] the sum over segmentations of x[j:],
+    marg(i, l) = ((alpha[i] seg[i, l-1] / (c_{i+1} ... c_{i+l-1})) / c_{i+l}) beta[i+l],
+    beta[i] = sum_l marg(i, l) / alpha[i],  beta[n] = 1 / alpha[n],
+in this order every intermediate is bounded by 1 or by 1 / alpha (the first factor is a term of
+raw_{i+l}), and marg(i, l) is the posterior probability of the segment x[i:i+l]. Under max the best
+segmentation is backtracked from alpha and the scales (no back-pointers stored) and its segments
+get marginal 1.
 """
 import numpy as np
 from numba import njit
@@ -29,9 +38,13 @@ from emc.structures.semiring import MAX, SUM, plus
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 NEG_INF = -np.inf
 LINEAR, LOG = 0, 1
-# Linear-space scales and ratios stay within [1/RANGE, RANGE], so a backward ratio (a forward ratio
-# times one scale) stays within 1e+-300 and never overflows.
-RANGE = 1e150
+RANGE = 1e300
+TINY = 1.0 / RANGE
+NEGLIGIBLE = 46.0  # e^-46 ~ 1e-20: a dropped term below this fraction of its sum changes no digit
+# Positions whose raw value is below this stay unnormalised. Every scale is then >= NORMALISE, so a
+# ratio over L - 1 positions stays below RANGE for L up to 10 (above, an example whose window holds
+# that many barely likely positions falls back to log space: slower, still exact).
+NORMALISE = 1e-30
 
 
 @njit(inline="always")
@@ -66,22 +79,33 @@ def _add(semiring, space, a, b):
 
 @njit(inline="always")
 def _out_of_range(space, value):
-    return space == LINEAR and not (value < RANGE and value > 1.0 / RANGE)
+    return space == LINEAR and not (value < RANGE and value > TINY)
+
+
+@njit(inline="always")
+def _term(space, a, s, ratio):
+    """a * s * ratio, or 0 when linear space cannot hold it exactly (a product below TINY)."""
+    part = _times(space, a, s)
+    t = _times(space, part, ratio)
+    if space == LINEAR and not (part > TINY and t > TINY):
+        return 0.0
+    return t
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def forward(semiring, space, seg, alpha, inv_scale):
-    """Flags alpha[0..n] and reciprocal scales inv_scale[j] = 1 / c_j (see the module docstring;
-    in log space -log c_j). Returns log Z (the log best score under max), -inf when no segmentation
-    has a non-zero score, or NaN when linear space cannot hold the example (the caller retries in
-    log space)."""
+    """alpha[0..n] and reciprocal scales inv_scale[j] = 1 / c_j (see the module docstring; in log
+    space their logs). Returns log Z (the log best score under max), -inf when no segmentation has
+    a non-zero score, or NaN when linear space cannot hold the example (the caller retries in log
+    space)."""
     n, L = seg.shape
     zero, one = _zero(space), _one(space)
     alpha[0] = one
     inv_scale[0] = one
     for j in range(1, n + 1):
         raw = zero
-        ratio = one  # (c_{j-l+1} ... c_{j-1})^-1: the scale of a[j-l] relative to a[j-1]
+        dropped = NEG_INF  # log of the largest term too small for linear space
+        ratio = one  # 1 / (c_{j-l+1} ... c_{j-1}): P_{j-l} relative to P_{j-1}
         for l in range(1, min(L, j) + 1):
             i = j - l
             if l > 1:
@@ -90,18 +114,24 @@ def forward(semiring, space, seg, alpha, inv_scale):
                     return np.nan
             s = seg[i, l - 1]
             if alpha[i] != zero and s != zero:
-                raw = _add(semiring, space, raw, _times(space, s, ratio))
-        if raw != zero:
+                t = _term(space, alpha[i], s, ratio)
+                if t == zero:
+                    dropped = max(dropped, np.log(alpha[i]) + np.log(s) + np.log(ratio))
+                else:
+                    raw = _add(semiring, space, raw, t)
+        if dropped > NEG_INF and (raw == zero or dropped > np.log(raw) - NEGLIGIBLE):
+            return np.nan
+        if space == LOG or raw >= NORMALISE:
             if _out_of_range(space, raw):
                 return np.nan
-            inv_scale[j] = _over(space, one, raw)
-            alpha[j] = one
+            inv_scale[j] = _over(space, one, raw) if raw != zero else one
+            alpha[j] = one if raw != zero else zero
         else:
             inv_scale[j] = one
-            alpha[j] = zero
+            alpha[j] = raw
     if alpha[n] == zero:
         return NEG_INF
-    log_z = 0.0
+    log_z = np.log(alpha[n]) if space == LINEAR else alpha[n]
     for j in range(1, n + 1):
         log_z -= np.log(inv_scale[j]) if space == LINEAR else inv_scale[j]
     return log_z
@@ -113,25 +143,30 @@ def backward(space, seg, alpha, inv_scale, marg):
     n, L = seg.shape
     zero, one = _zero(space), _one(space)
     beta = np.empty(n + 1)
-    beta[n] = one
+    beta[n] = _over(space, one, alpha[n])
     marg[:, :] = 0.0
     for i in range(n - 1, -1, -1):
+        if alpha[i] == zero:
+            beta[i] = zero
+            continue
         acc = zero
-        if alpha[i] != zero:
-            inv = one  # (c_{i+1} ... c_{i+l})^-1
-            for l in range(1, min(L, n - i) + 1):
-                inv = _times(space, inv, inv_scale[i + l])
-                s = seg[i, l - 1]
-                if s != zero and beta[i + l] != zero:
-                    term = _times(space, _times(space, s, beta[i + l]), inv)
-                    acc = _add(SUM, space, acc, term)
-                    marg[i, l - 1] = term if space == LINEAR else np.exp(term)
-        beta[i] = acc
+        ratio = one  # 1 / (c_{i+1} ... c_{i+l-1})
+        for l in range(1, min(L, n - i) + 1):
+            if l > 1:
+                ratio = _times(space, ratio, inv_scale[i + l - 1])
+            s = seg[i, l - 1]
+            if s != zero and beta[i + l] != zero:
+                t = _term(space, alpha[i], s, ratio)
+                if t != zero:
+                    m = _times(space, _times(space, t, inv_scale[i + l]), beta[i + l])
+                    acc = _add(SUM, space, acc, m)
+                    marg[i, l - 1] = m if space == LINEAR else np.exp(m)
+        beta[i] = _over(space, acc, alpha[i])
 
 
 @njit(cache=True)
 def backtrack(space, seg, alpha, inv_scale, starts):
-    """The best segmentation from max-semiring flags and scales: starts[i] = the length of the word
+    """The best segmentation from max-semiring alpha and scales: starts[i] = the length of the word
     starting at i, 0 where no word starts."""
     n, L = seg.shape
     zero, one = _zero(space), _one(space)
@@ -147,8 +182,8 @@ def backtrack(space, seg, alpha, inv_scale, starts):
                 ratio = _times(space, ratio, inv_scale[i + 1])
             s = seg[i, l - 1]
             if alpha[i] != zero and s != zero:
-                v = _times(space, s, ratio)
-                if not found or v > best:
+                v = _term(space, alpha[i], s, ratio)
+                if v != zero and (not found or v > best):
                     best, best_l, found = v, l, True
         starts[j - best_l] = best_l
         j -= best_l
