@@ -25,8 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from emc.runtime.job import Interrupted
+
     try:
         return args.handler(args) or 0
+    except Interrupted as err:
+        print(str(err), file=sys.stderr)
+        return 130
     except EmcError as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -164,9 +169,14 @@ def _fit_parser(sub) -> None:
     p = sub.add_parser("fit", help="run EM on data", formatter_class=_Formatter, epilog=FIT_EPILOG,
                        description="Fit a model to data with EM and save it to --out (params.npz, vocab.json, "
                                    "run.json, log.jsonl). One line of progress per iteration goes to stderr.")
-    p.add_argument("spec")
-    p.add_argument("data", nargs="?", help="training data (one example per line unless --format says otherwise)")
-    p.add_argument("--out", help="directory to save the model in")
+    p.add_argument("spec", nargs="?")
+    p.add_argument("data", nargs="*", help="training data (one example per line unless --format says otherwise); "
+                                           "several files are read as one corpus")
+    p.add_argument("--out", help="directory to save the model in (a checkpoint is kept there as it runs)")
+    p.add_argument("--resume", metavar="RUN", help="continue a fit that was killed or interrupted, from RUN's "
+                                                  "checkpoint; it ends as the uninterrupted fit would have")
+    p.add_argument("--checkpoint-every", type=float, default=0.0, metavar="SECONDS",
+                   help="write the checkpoint at most this often (0: after every iteration or pass)")
     _data_arguments(p, "fit")
     em = p.add_argument_group("EM")
     em.add_argument("--algorithm", default=d.algorithm, help="which EM (see below)")
@@ -237,63 +247,38 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def cmd_fit(args) -> int:
-    import numpy as np
-
-    from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import fit_with_restarts
-    from emc.runtime.params import random_init
-    from emc.runtime.model_dir import save_run
-    from emc.runtime.problem import Model, bind
+    from emc.eval import format_metrics
+    from emc.runtime import job as jobs
     from emc.runtime.settings import FitSettings
 
-    if not args.data:
-        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
-    overrides = _overrides(args)
-    options = vars(args).copy()
-    from_run = Path(args.init).is_dir()
-    settings = FitSettings(
-        algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
-        seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
-        threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-        beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
-        vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-        restarts=args.restarts, regularizers=_regularizers(args))
-    t0 = time.perf_counter()
-    model = Model.from_file(args.spec, overrides)
-    compiled = time.perf_counter() - t0
-    vocabs: dict = {}
-    init = None
-    if from_run:
-        from emc.runtime.model_dir import load_run
-        saved = load_run(args.init)
-        vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    corpus = model.read(args.data, options, vocabs)
-    if args.labeled:
-        corpus = corpus.concat(model.read(args.labeled, options, vocabs), labeled=True)
-    problem = bind(model, corpus, vocabs, options)
-    settings.regularizers = _resolve_regularizers(settings.regularizers, problem)
-    skipped = problem.skipped
-    if from_run:
-        from emc.runtime.transfer import transfer_params
-        init = transfer_params(saved, problem)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(f"emc: {problem.n_examples} examples from {args.data}" + (f" ({skipped} empty lines skipped)" if skipped else "")
-        + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    executor = LocalExecutor(problem, settings.threads or None)
-    compiled += executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
-    say(f"emc: model {model.name} compiled in {compiled:.1f}s (numba caches it: the next run starts at once)")
+    say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
     observers = [] if args.quiet else [_progress_line]
     if args.log:
         observers.append(_JsonLog(Path(args.log)))
-    result = fit_with_restarts(problem, settings, executor, lambda r: [o(r) for o in observers], init=init)
-    from emc.eval import format_metrics
-
+    observer = lambda record: [o(record) for o in observers]  # noqa: E731
+    if args.resume:
+        prepared, result = jobs.resume(Path(args.resume), observer, say)
+        out = Path(args.resume)
+    else:
+        if not args.spec or not args.data:
+            raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
+                           "(or continue a fit: emc fit --resume RUN)")
+        from_run = Path(args.init).is_dir()
+        settings = FitSettings(
+            algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
+            seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
+            threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
+            beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
+            vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
+            restarts=args.restarts, regularizers=_regularizers(args))
+        job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
+                            args.init if from_run else None, args.checkpoint_every)
+        out = Path(args.out) if args.out else None
+        prepared, result = jobs.run(job, out, observer, say)
     summary = format_metrics(result.metrics)
     say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
-    if args.out:
-        save_run(Path(args.out), problem, result.params, settings, overrides, options, result.objective,
-                 result.metrics, result.history)
-        say(f"emc: saved to {args.out}")
+    if out:
+        say(f"emc: saved to {out}")
     return 0
 
 
@@ -331,27 +316,14 @@ def _regularizers(args) -> dict:
     return {name: tuple(v) for name, v in out.items()}
 
 
-def _resolve_regularizers(raw: dict, problem) -> dict:
-    from emc.spec.errors import did_you_mean
-
-    out = {}
-    names = [t.name for t in problem.layout.learned()]
-    for name, (smoothing, prior) in raw.items():
-        if name not in names:
-            raise EmcError(f"--smooth/--prior {name}: no learned block of that name"
-                           + (f"; {did_you_mean(name, names)}" if did_you_mean(name, names) else f" (blocks: {', '.join(names)})"))
-        table = problem.layout.table(name)
-        out[name] = (table.smoothing if smoothing is None else smoothing, table.prior if prior == "keep" else prior)
-    return out
-
-
 class _JsonLog:
     """--log FILE: one JSON object per iteration or pass, appended (and flushed) as it happens."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+        if not path.exists():
+            path.write_text("")
 
     def __call__(self, record: dict) -> None:
         import json

@@ -49,7 +49,7 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
     rng = np.random.default_rng(settings.seed)
     layout = problem.layout
     params = random_init(layout, problem.fixed_theta, rng, settings.init_noise)
-    mu = params.weights(layout)
+    mu = pseudo_counts(params, layout)
     learned = layout.learned_mask()
     executor = LocalExecutor(problem, threads=1)
     k = 0
@@ -63,6 +63,14 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
             mu[learned] = (1 - eta) * mu[learned] + eta * s[learned]
             k += 1
     return _normalise(mu, layout, settings)
+
+
+def pseudo_counts(params, layout):
+    """The starting statistics: the initial parameters, one pseudo-count per entry on average."""
+    mu = params.weights(layout)
+    for t in layout.learned():
+        mu[t.entries] *= t.row_sizes()[t.local_rows()]
+    return mu
 
 
 def _normalise(mu, layout, settings):
@@ -104,8 +112,8 @@ def dense_incremental(problem, settings: FitSettings) -> np.ndarray:
     layout = problem.layout
     params = random_init(layout, problem.fixed_theta, rng, settings.init_noise)
     learned = layout.learned_mask()
-    pseudo = np.where(learned, params.weights(layout), 0.0)
-    mu = params.weights(layout)
+    mu = pseudo_counts(params, layout)
+    pseudo = np.where(learned, mu, 0.0)
     stats = {}
     executor = LocalExecutor(problem, threads=1)
     for p in range(settings.passes):

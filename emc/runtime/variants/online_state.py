@@ -28,12 +28,18 @@ def additive_smoothing(layout: ParamLayout, regularizers: dict, algorithm: str) 
 
 
 def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndarray) -> ParamState:
-    """mu = the current (normalised) parameters, as the online variants' starting statistics."""
+    """The online variants' starting statistics: the current parameters as pseudo-counts, one per
+    entry on average (a row of n outcomes holds n; for the default start each entry is then about
+    1 + U(0, 1), up to a constant). The mass matters: it decides how many mini-batches pass before
+    the data outweigh the start, and with one pseudo-count per row the first sentence alone would
+    decide every state (stepwise EM on CoNLL-2000 loses 4 points of many-to-one accuracy)."""
     theta = params.weights(layout)
     row_add_den = np.zeros(layout.n_rows)
     row_total = np.ones(layout.n_rows)
     for t in layout.learned():
-        row_add_den[t.row_slice] = smoothing[t.index] * t.row_sizes()
+        sizes = t.row_sizes()
+        theta[t.entries] *= sizes[t.local_rows()]
+        row_add_den[t.row_slice] = smoothing[t.index] * sizes
         row_total[t.row_slice] = t.row_sums(theta)
     return ParamState(theta, row_total, row_add_den, smoothing.copy(), np.ones(1))
 
