@@ -44,6 +44,26 @@ def test_batch_em_never_lowers_the_objective(tmp_path):
         assert result.history[-1]["objective"] > result.history[0]["objective"]
 
 
+@pytest.mark.parametrize("start_mass, row_total", [(None, 1.0), ("row", 1.0), ("entry", None)])
+def test_online_em_starts_from_one_pseudo_count_per_row(tmp_path, start_mass, row_total):
+    """The segmentation's word row has an outcome per substring: online EM weighs its start as one
+    pseudo-count (ONLINE_START_MASS), unless --start-mass entry says one per substring."""
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.fit import FitState
+    from emc.runtime.params import random_init
+    from emc.runtime.variants import make_variant
+
+    problem = problem_from_lines(tmp_path, SEGMENT, ["abcab", "cabab"])
+    settings = FitSettings(algorithm="stepwise", start_mass=start_mass)
+    variant = make_variant("stepwise", problem, LocalExecutor(problem, 1), settings)
+    rng = np.random.default_rng(0)
+    state = FitState(params=random_init(problem.layout, problem.fixed_theta, rng, 1.0), rng=rng)
+    variant.start(state)
+    word = problem.layout.table("word")
+    expected = row_total if row_total is not None else word.outcomes
+    assert state.params.row_total[word.row_slice] == pytest.approx([expected])
+
+
 def test_an_unseen_language_is_segmented_with_no_code_change(tmp_path):
     """Greek-letter words from a random lexicon: the English spec finds them (token F1 of about
     0.9 on this sample; chance-level splitting scores far below)."""
