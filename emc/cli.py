@@ -6,6 +6,7 @@
     emc decode RUN FILE            the best structure of each example, in the task's format
     emc sample SPEC                data drawn from a random model of the spec
     emc info SPEC [DATA]           what the compiler derived, in words
+    emc plot LOG... -o FILE.png    learning curves of one or more fits
     emc demo                       fit an HMM to data from a known HMM (no download needed)
 """
 from __future__ import annotations
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _info_parser(sub)
     _demo_parser(sub)
     _dictionary_parser(sub)
+    _plot_parser(sub)
     return parser
 
 
@@ -260,8 +262,9 @@ def cmd_fit(args) -> int:
     if args.log:
         observers.append(_JsonLog(Path(args.log)))
     observer = lambda record: [o(record) for o in observers]  # noqa: E731
+    progress = _progress_bar if sys.stderr.isatty() and not args.quiet else None
     if args.resume:
-        prepared, result = jobs.resume(Path(args.resume), observer, say)
+        prepared, result = jobs.resume(Path(args.resume), observer, say, progress)
         out = Path(args.resume)
     else:
         if not args.spec or not args.data:
@@ -279,7 +282,7 @@ def cmd_fit(args) -> int:
         job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                             args.init if from_run else None, args.checkpoint_every)
         out = Path(args.out) if args.out else None
-        prepared, result = jobs.run(job, out, observer, say)
+        prepared, result = jobs.run(job, out, observer, say, progress=progress)
     summary = format_metrics(result.metrics)
     say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
     if out:
@@ -337,6 +340,14 @@ class _JsonLog:
             f.write(json.dumps(record) + "\n")
 
 
+def _progress_bar(done: int, total: int) -> None:
+    """Inside a long pass, on a terminal: a bar that the next progress line overwrites."""
+    width = 30
+    filled = width * done // max(total, 1)
+    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} examples", end="", file=sys.stderr,
+          flush=True)
+
+
 def _progress_line(record: dict) -> None:
     from emc.eval import format_metric
 
@@ -344,7 +355,7 @@ def _progress_line(record: dict) -> None:
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
     metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
-    print(f"{kind} {step:4d}  objective {record['objective']:.8g}  change "
+    print(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "
           f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
           f"{record['examples_per_second']:.0f} ex/s", file=sys.stderr)
 
@@ -362,10 +373,16 @@ def _decode_parser(sub) -> None:
 
 
 def cmd_decode(args) -> int:
-    from emc.runtime.decode import decode_file
+    from emc.eval import format_metrics
+    from emc.runtime.decode import decode
+    from emc.runtime.model_dir import load_run
 
-    for line in decode_file(args.run, args.file, vars(args).copy(), posteriors=args.posteriors):
+    options = {k: v for k, v in vars(args).items() if k not in ("run", "file", "handler", "command", "posteriors")}
+    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors)
+    for line in result.lines:
         sys.stdout.write(line + "\n")
+    if result.metrics:
+        print("emc: " + format_metrics(result.metrics), file=sys.stderr)
     return 0
 
 
@@ -451,6 +468,24 @@ def cmd_dictionary(args) -> int:
     corpora = [model.read(path, options, vocabs) for path in args.data]
     for line in dictionary_lines(corpora, model.checked):
         sys.stdout.write(line + "\n")
+    return 0
+
+
+def _plot_parser(sub) -> None:
+    p = sub.add_parser("plot", help="learning curves from logs", formatter_class=_Formatter,
+                       description="Draw objective and metric against passes and against seconds for one or more "
+                                   "logs (RUN/log.jsonl or --log files), runs overlaid and labelled by their "
+                                   "settings. Needs matplotlib (pip install 'emc[plot]').")
+    p.add_argument("logs", nargs="+")
+    p.add_argument("-o", "--out", required=True, help="the image to write (.png, .pdf, .svg)")
+    p.add_argument("--metric", help="which metric to draw (default: the first one logged)")
+    p.set_defaults(handler=cmd_plot)
+
+
+def cmd_plot(args) -> int:
+    from emc.plot import plot
+
+    print(f"wrote {plot(args.logs, args.out, args.metric)}")
     return 0
 
 

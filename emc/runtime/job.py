@@ -113,7 +113,8 @@ class Interrupted(EmcError):
 
 
 def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
-        say: Callable[[str], None] = lambda message: None, state: FitState | None = None) -> tuple[Prepared, FitResult]:
+        say: Callable[[str], None] = lambda message: None, state: FitState | None = None,
+        progress: Callable[[int, int], None] | None = None) -> tuple[Prepared, FitResult]:
     """Run a job (from `state` when resuming) and save the model to `out`."""
     prepared = prepare(job)
     problem = prepared.problem
@@ -128,7 +129,7 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
         f"(numba caches it: the next run starts at once)")
     checkpointer = _LatestState(Checkpointer(out, asdict(job), job.checkpoint_seconds) if out else None)
     try:
-        result = fit_with_restarts(problem, settings, executor, observer, prepared.init, state, checkpointer)
+        result = fit_with_restarts(problem, settings, executor, observer, prepared.init, state, checkpointer, progress)
     except KeyboardInterrupt:
         latest = checkpointer.state
         if out is None or latest is None:
@@ -157,8 +158,8 @@ class _LatestState:
             self.checkpointer(state)
 
 
-def resume(run_dir: Path, observer=None, say=lambda message: None) -> tuple[Prepared, FitResult]:
+def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None) -> tuple[Prepared, FitResult]:
     record, state = load_checkpoint(run_dir)
     job = Job(**record)
     say(f"emc: resuming {run_dir} after step {state.step}")
-    return run(job, run_dir, observer, say, state)
+    return run(job, run_dir, observer, say, state, progress)

@@ -35,6 +35,16 @@ class FitSettings:
     # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
     regularizers: dict[str, Any] = field(default_factory=dict)
 
+    def describe(self) -> str:
+        """A short label of the algorithm and the settings that matter for it (for plots)."""
+        extra = {
+            "stepwise": f" alpha={self.alpha:g} m={self.batch_size}",
+            "annealed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
+            "skewed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
+            "vb": f" alpha={self.vb_alpha:g}",
+        }.get(self.algorithm, "")
+        return f"{self.algorithm}{extra} seed={self.seed}"
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["regularizers"] = {name: [s, None if p is None else asdict(p)] for name, (s, p) in self.regularizers.items()}

@@ -38,13 +38,17 @@ class Incremental(Variant):
         p = self.problem
         x = state.extra
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        log_z = np.empty(len(order))
         module = p.model.module
-        total, x["pool_index"], x["pool_value"] = incremental_pass(
-            module.prepare, module.estep_example, order, self.weights, p.ints, p.array_bounds, p.meta,
-            state.params.abi(), p.layout.row_of, count_buffer(p.layout), log_z, x["pool_index"], x["pool_value"],
-            x["slot_start"], x["slot_length"], x["slot_capacity"])
-        check_log_z(p, order, log_z)
+        buffer = count_buffer(p.layout)
+        total = 0.0
+        for _, part in self.slices(order):
+            log_z = np.empty(len(part))
+            done, x["pool_index"], x["pool_value"] = incremental_pass(
+                module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
+                state.params.abi(), p.layout.row_of, buffer, log_z, x["pool_index"], x["pool_value"],
+                x["slot_start"], x["slot_length"], x["slot_capacity"])
+            check_log_z(p, part, log_z)
+            total += done
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)

@@ -37,12 +37,15 @@ class Stepwise(Variant):
     def step(self, state: FitState) -> dict:
         p = self.problem
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        log_z = np.empty(len(order))
         module = p.model.module
-        total, updates = stepwise_pass(module.prepare, module.estep_example, order, self.settings.batch_size,
-                                       state.extra["updates"], self.settings.alpha, self.weights, p.ints,
-                                       p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
-                                       count_buffer(p.layout), log_z)
-        check_log_z(p, order, log_z)
+        buffer = count_buffer(p.layout)
+        total, updates = 0.0, state.extra["updates"]
+        for _, part in self.slices(order, self.settings.batch_size):
+            log_z = np.empty(len(part))
+            done, updates = stepwise_pass(module.prepare, module.estep_example, part, self.settings.batch_size,
+                                          updates, self.settings.alpha, self.weights, p.ints, p.array_bounds,
+                                          p.meta, state.params.abi(), p.layout.row_of, buffer, log_z)
+            check_log_z(p, part, log_z)
+            total += done
         state.extra["updates"] = updates
         return {"pass": state.step + 1, "objective": total, "updates": updates}
