@@ -197,6 +197,10 @@ def _fit_parser(sub) -> None:
     em.add_argument("--passes", type=int, default=d.passes, help="passes over the data (online algorithms)")
     em.add_argument("--alpha", type=float, default=d.alpha, help="stepwise: step size (k + 2)^-alpha, 0.5 < alpha <= 1")
     em.add_argument("--batch-size", type=int, default=d.batch_size, help="stepwise: examples per mini-batch (m)")
+    em.add_argument("--start-mass", choices=("entry", "row"), default=d.start_mass,
+                    help="stepwise/incremental: what the starting parameters weigh as statistics, one pseudo-count "
+                         "per entry or one per row (the data outweigh the start after one mini-batch); default: "
+                         "the structure's choice (its ONLINE_START_MASS), else entry")
     em.add_argument("--beta-min", type=float, default=d.beta_min, help="annealed/skewed: the first inverse temperature")
     em.add_argument("--beta-factor", type=float, default=d.beta_factor, help="annealed/skewed: beta grows by this factor")
     em.add_argument("--anneal-tolerance", type=float, default=d.anneal_tolerance,
@@ -275,7 +279,8 @@ def cmd_fit(args) -> int:
             algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
             seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
             threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-            beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
+            start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
+            anneal_tolerance=args.anneal_tolerance,
             vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
             restarts=args.restarts, regularizers=_regularizers(args))
         job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,

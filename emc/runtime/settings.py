@@ -19,6 +19,9 @@ class FitSettings:
     # online EM (Liang & Klein 2009)
     alpha: float = 0.7  # stepwise step size eta_k = (k + 2) ^ -alpha, 0.5 < alpha <= 1
     batch_size: int = 1  # examples per mini-batch (m)
+    # what the start weighs as online statistics: "entry" (one pseudo-count per entry) or "row" (one
+    # per row); None: the structure's ONLINE_START_MASS, else "entry" (see variants/online_state.py)
+    start_mass: str | None = None
     # annealing (Smith & Eisner 2004)
     beta_min: float = 1e-4
     beta_factor: float = 1.2

@@ -12,7 +12,7 @@ import numpy as np
 from emc.runtime.fit import FitState, check_log_z
 from emc.runtime.online import incremental_pass
 from emc.runtime.variants.base import Variant
-from emc.runtime.variants.online_state import additive_smoothing, count_buffer, statistics_state
+from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
 
 
@@ -27,7 +27,7 @@ class Incremental(Variant):
                            "--workers/--scheduler (stepwise EM runs on a cluster)")
         layout = self.problem.layout
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
-        state.params = statistics_state(state.params, layout, smoothing)
+        state.params = statistics_state(state.params, layout, smoothing, start_mass(self.problem, self.settings))
         n = self.problem.n_examples
         state.extra.update(
             pseudo_counts=state.params.theta.copy(),

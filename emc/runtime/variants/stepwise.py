@@ -12,7 +12,7 @@ import numpy as np
 from emc.runtime.fit import FitState, check_log_z
 from emc.runtime.online import RESCALE_BELOW, stepwise_pass
 from emc.runtime.variants.base import Variant
-from emc.runtime.variants.online_state import additive_smoothing, count_buffer, statistics_state
+from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -28,7 +28,8 @@ class Stepwise(Variant):
         if self.settings.batch_size < 1:
             raise EmcError("--batch-size must be at least 1")
         smoothing = additive_smoothing(self.problem.layout, self.settings.regularizers, self.name)
-        state.params = statistics_state(state.params, self.problem.layout, smoothing)
+        state.params = statistics_state(state.params, self.problem.layout, smoothing,
+                                        start_mass(self.problem, self.settings))
         state.extra["updates"] = 0
 
     def finished(self, state: FitState) -> bool:
