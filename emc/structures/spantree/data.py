@@ -173,14 +173,15 @@ def decoded_spans(decoded: np.ndarray, n: int) -> set[tuple[int, int]]:
 
 
 def bracketed(symbols: list[str], spans: set[tuple[int, int]]) -> str:
-    """A binary bracketing as `((DT NN) (VBD (DT NN)))`: every pair of parentheses is a
-    constituent, the outermost the whole sentence (`(NN)` for one symbol)."""
+    """A binary bracketing (given by its spans; single symbols may be left out) as
+    `((DT NN) (VBD (DT NN)))`: every pair of parentheses is a constituent, the outermost the
+    whole sentence (`(NN)` for one symbol)."""
     n = len(symbols)
 
     def node(i: int, j: int) -> str:
         if j - i == 1:
             return symbols[i]
-        split = max(k for k in range(i + 1, j) if (i, k) in spans)
+        split = max(k for k in range(i + 1, j) if k == i + 1 or (i, k) in spans)
         return f"({node(i, split)} {node(split, j)})"
 
     return f"({symbols[0]})" if n == 1 else node(0, n)
