@@ -124,6 +124,8 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     """Per span (in dp.span_index order, empty spans last when modelled): yield, context and
     length ids. At fit time the yield and context counts are recorded (for the `<unk>` estimate
     at decode time); at decode time ids the model was not trained on become 0."""
+    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
+        raise DataError(corpus.path, None, "the spantree structure does not take labeled examples (--labeled) yet")
     field = corpus.fields[model.binding.observed["x"]]
     yields = vocabs.setdefault("yields", Vocabulary())
     contexts = vocabs.setdefault("contexts", Vocabulary())

@@ -36,17 +36,19 @@ NEG_INF = -np.inf
 
 
 @njit(inline="always")
-def log_plus(semiring, a, b):
-    """a (+) b on log-space values: the max, or log(e^a + e^b) without overflow (-inf is the zero)."""
-    if semiring == MAX:
-        return a if a > b else b
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
+def log_sum(semiring, terms, count):
+    """(+) over terms[:count], log-space values: their max, or the log of the sum of their
+    exponentials, shifted by the max so nothing overflows (one exp per term). -inf is the zero."""
+    best = NEG_INF
+    for q in range(count):
+        if terms[q] > best:
+            best = terms[q]
+    if semiring == MAX or best == NEG_INF:
+        return best
+    total = 0.0
+    for q in range(count):
+        total += np.exp(terms[q] - best)
+    return best + np.log(total)
 
 
 @njit(inline="always")
@@ -101,35 +103,40 @@ def crossing_scores(score, n):
 def inside(semiring, score, cross, n, chart):
     """chart[i, j]: log of the (+) over the bracketings of (i, j) of their scores, span (i, j)'s
     constituent score included. Returns chart[0, n]."""
+    terms = np.empty(max(n, 1))
     for i in range(n):
         chart[i, i + 1] = score[1, i, i + 1]
     for length in range(2, n + 1):
         for i in range(n - length + 1):
             j = i + length
-            acc = NEG_INF
             for k in range(i + 1, j):
-                acc = log_plus(semiring, acc, cross[i, j, k] + chart[i, k] + chart[k, j])
-            chart[i, j] = score[1, i, j] + acc
+                terms[k - i - 1] = cross[i, j, k] + chart[i, k] + chart[k, j]
+            chart[i, j] = score[1, i, j] + log_sum(semiring, terms, length - 1)
     return chart[0, n]
 
 
 @njit(cache=True)
 def outside(score, cross, inside_chart, n, chart):
     """chart[i, j]: log of the sum over the rest of the sentence's bracketings given that (i, j)
-    is a constituent (sum semiring), so that P(constituent) = exp(inside + outside - log Z)."""
-    chart[:, :] = NEG_INF
+    is a constituent (sum semiring), so that P(constituent) = exp(inside + outside - log Z).
+    Gathered from the longer spans that can be (i, j)'s parent: (i, p) split at j, or (h, j)
+    split at i."""
+    above = np.empty((n + 1, n + 1))  # outside score times the span's own constituent score
+    terms = np.empty(max(n, 1))
     chart[0, n] = 0.0
-    for length in range(n, 1, -1):
+    above[0, n] = score[1, 0, n]
+    for length in range(n - 1, 0, -1):
         for i in range(n - length + 1):
             j = i + length
-            above = chart[i, j]
-            if above == NEG_INF:
-                continue
-            above += score[1, i, j]
-            for k in range(i + 1, j):
-                w = above + cross[i, j, k]
-                chart[i, k] = log_plus(SUM, chart[i, k], w + inside_chart[k, j])
-                chart[k, j] = log_plus(SUM, chart[k, j], w + inside_chart[i, k])
+            count = 0
+            for p in range(j + 1, n + 1):
+                terms[count] = above[i, p] + cross[i, p, j] + inside_chart[j, p]
+                count += 1
+            for h in range(i):
+                terms[count] = above[h, j] + cross[h, j, i] + inside_chart[h, i]
+                count += 1
+            chart[i, j] = log_sum(SUM, terms, count)
+            above[i, j] = chart[i, j] + score[1, i, j]
 
 
 @njit(cache=True)
@@ -161,25 +168,25 @@ def marginals(semiring, score, n, constituent):
     under max, the 0/1 indicators of the best bracketing. Returns log Z (the log best score under
     max), empty spans included; -inf (indicators all 0) when no bracketing is possible."""
     cross = crossing_scores(score, n)
-    chart = np.empty((n + 1, n + 1))
-    log_z = inside(semiring, score, cross, n, chart)
+    inside_chart = np.empty((n + 1, n + 1))
+    log_z = inside(semiring, score, cross, n, inside_chart)
     for i in range(n + 1):
         log_z += score[0, i, i]
     constituent[:, :] = 0.0
     if not log_z > NEG_INF:  # -inf, or NaN from NaN parameters
         return log_z
     if semiring == MAX:
-        best_bracketing(cross, chart, n, constituent)
+        best_bracketing(cross, inside_chart, n, constituent)
         return log_z
-    above = np.empty((n + 1, n + 1))
-    outside(score, cross, chart, n, above)
-    log_trees = chart[0, n]
+    outside_chart = np.empty((n + 1, n + 1))
+    outside(score, cross, inside_chart, n, outside_chart)
+    log_trees = inside_chart[0, n]
     for i in range(n):
         for j in range(i + 1, n + 1):
             if always_constituent(n, i, j):
                 constituent[i, j] = 1.0
             else:
-                constituent[i, j] = min(np.exp(chart[i, j] + above[i, j] - log_trees), 1.0)
+                constituent[i, j] = min(np.exp(inside_chart[i, j] + outside_chart[i, j] - log_trees), 1.0)
     return log_z
 
 
