@@ -14,6 +14,9 @@ the F1 after batch EM continues from that result until the relative change is be
 most 300 more iterations): a loose tolerance stops CCM's slow EM early.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python bench/ccm_wsj10.py [--seeds 1 2 3] [--models ccm ccm2]
+
+Ablations of the specs' choices: --empty no (no empty spans), --smooth A (add A instead of the
+specs' add 1 to both blocks; 0: plain maximum likelihood).
 """
 from __future__ import annotations
 
@@ -50,10 +53,12 @@ def baselines(problem) -> list[tuple[str, dict]]:
             ("left-branching", bracket_scores(left, gold, lengths))]
 
 
-def run(problem, algorithm: str, init: str, seed: int) -> dict:
+def run(problem, algorithm: str, init: str, seed: int, smooth: float | None) -> dict:
+    regularizers = {} if smooth is None else {t.name: (smooth, None) for t in problem.layout.learned()}
     t0 = time.perf_counter()
-    first = fit(problem, FitSettings(algorithm=algorithm, init=init, seed=seed, eval_every=0))
-    more = fit(problem, FitSettings(iterations=300, tolerance=1e-7, eval_every=0), init=first.params)
+    first = fit(problem, FitSettings(algorithm=algorithm, init=init, seed=seed, eval_every=0, regularizers=regularizers))
+    more = fit(problem, FitSettings(iterations=300, tolerance=1e-7, eval_every=0, regularizers=regularizers),
+               init=first.params)
     return {**first.metrics, "f1_more": more.metrics["f1"], "iterations": len(first.history),
             "objective": first.objective, "seconds": time.perf_counter() - t0}
 
@@ -70,14 +75,17 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=["ccm", "ccm2"])
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     parser.add_argument("--inits", nargs="+", default=list(INITS), choices=list(INITS))
+    parser.add_argument("--empty", choices=("yes", "no"), help="override the specs' empty=yes")
+    parser.add_argument("--smooth", type=float, help="override the specs' add-1 smoothing of every block")
     args = parser.parse_args()
-    print(f"threads: NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset (all cores)')}; seeds {args.seeds}")
+    print(f"threads: NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset (all cores)')}; seeds {args.seeds}"
+          + (f"; empty={args.empty}" if args.empty else "") + (f"; smooth add({args.smooth:g})" if args.smooth is not None else ""))
     print()
     print("| model | algorithm | init | P | R | F1 | crossing | F1 +EM | iterations | seconds/run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     shown_baselines = False
     for name in args.models:
-        model = Model.from_file(ROOT / "specs" / f"{name}.em")
+        model = Model.from_file(ROOT / "specs" / f"{name}.em", {"empty": args.empty} if args.empty else None)
         problem = wsj10(model, args.data)
         if not shown_baselines:
             for label, s in baselines(problem):
@@ -88,7 +96,7 @@ def main() -> int:
             if label not in args.algorithms:
                 continue
             for init in args.inits:
-                runs = [run(problem, algorithm, init, seed) for seed in args.seeds]
+                runs = [run(problem, algorithm, init, seed, args.smooth) for seed in args.seeds]
                 column = lambda key: [r[key] for r in runs]  # noqa: E731
                 print(f"| {name} | {label} | {init} | {spread(column('precision'))} | {spread(column('recall'))} | "
                       f"{spread(column('f1'))} | {np.mean(column('crossing_brackets')):.2f} | "

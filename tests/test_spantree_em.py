@@ -74,3 +74,11 @@ def test_ccm_beats_right_branching_on_wsj10(shared_data):
     assert_monotone(result.history)
     assert result.metrics["f1"] > baseline["f1"] + 0.03, result.metrics
     assert result.metrics["crossing_brackets"] < baseline["crossing_brackets"]
+
+
+def test_threads_agree(tmp_path):
+    """Each sentence's scratch memory is its own: two threads give the parameters one gives."""
+    problem = problem_from_lines(tmp_path, CCM, random_sentences(np.random.default_rng(6), 60))
+    runs = [fit(problem, FitSettings(iterations=5, tolerance=0, eval_every=0, init="random-split", threads=t)).params.theta
+            for t in (2, 1)]
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9, atol=1e-15)

@@ -1,13 +1,12 @@
 """spantree(x, empty=no): a binary bracketing of the sentence; every span is a constituent or a distituent.
 
-Parts are spans (i, j) of the sentence, scored whether in the tree or out of it (the constituent-
-context model of Klein & Manning 2002). `t.yield` is the symbol sequence x[i:j], `t.context` the
-pair of symbols either side (with boundary symbols), `t.constituent` whether the span is in the
-tree, `t.length` its length. P(tree) is uniform over binary bracketings.
-
-Every non-empty span (i, j), i < j, is scored: single symbols and the whole sentence are
-constituents of every bracketing, the others either. With empty=yes the n + 1 empty spans (i, i)
-are scored too, always as distituents (yield empty, length 0), as in Klein & Manning's figures.
+Parts are spans (i, j) of the sentence, scored whether in the tree or out of it (the
+constituent-context model of Klein & Manning 2002). `t.yield` is the symbol sequence x[i:j],
+`t.context` the pair of symbols either side (with boundary symbols), `t.constituent` whether the
+span is in the tree, `t.length` its length. P(tree) is uniform over binary bracketings. Every
+non-empty span is scored: single symbols and the whole sentence are constituents of every
+bracketing, the others either; with empty=yes the empty spans (i, i) are scored too, always as
+distituents (empty yield, length 0).
 """
 from __future__ import annotations
 
