@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
 from emc.structures.spantree.data import INITIALIZERS, nonempty_spans
 from helpers import check_against_enumeration, problem_from_lines, random_params
@@ -108,3 +109,10 @@ def test_span_index_enumerates_spans_in_packing_order():
     for n in range(1, 8):
         spans = nonempty_spans(n) + [(i, i) for i in range(n + 1)]
         assert [dp.span_index(n, i, j) for i, j in spans] == list(range(len(spans)))
+
+
+def test_nan_parameters_give_nan_never_a_finite_score():
+    score = np.zeros((2, 5, 5))
+    score[0, 1, 3] = np.nan  # one distituent score
+    for semiring in (SUM, MAX):
+        assert np.isnan(dp.marginals(semiring, score, 4, np.zeros((5, 5))))

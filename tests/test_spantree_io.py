@@ -60,6 +60,8 @@ def test_max_length_empties_long_sentences_and_keeps_gold_aligned(tmp_path):
     corpus = read(MODEL, str(path), {"format": "ptb", "max_length": 3}, {})
     assert corpus.lengths().tolist() == [0, 2]
     assert corpus.gold["brackets"][1] == {(0, 2)}
+    with pytest.raises(DataError, match=r"trees.txt: error: no sentence has at most 1 symbols"):
+        read(MODEL, str(path), {"format": "ptb", "max_length": 1}, {})
 
 
 def test_bracket_scores():

@@ -59,10 +59,12 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
         sentences, gold, lines = _read_ptb(path)
     else:
         raise DataError(path, None, f"the spantree structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
+    require_examples(path, sum(1 for s in sentences if s), "sentence")
     limit = options.get("max_length") or 0
     if limit:
         sentences = [s if len(s) <= limit else [] for s in sentences]
-    require_examples(path, sum(1 for s in sentences if s), "sentence")
+        if not any(sentences):
+            raise DataError(path, None, f"no sentence has at most {limit} symbols (--max-length {limit})")
     corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines))
     if gold is not None:
         corpus.gold["brackets"] = gold
@@ -122,7 +124,7 @@ def nonempty_spans(n: int) -> list[tuple[int, int]]:
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
          options: dict[str, Any], vocabs: dict[str, Vocabulary], frozen: dict[str, int] | None) -> dict[str, np.ndarray]:
     """Per span (in dp.span_index order, empty spans last when modelled): yield, context and
-    length ids. At fit time the yield and context counts are recorded (for the `<unk>` estimate
+    length ids. At fit time their counts are recorded (for the `<unk>` estimate
     at decode time); at decode time ids the model was not trained on become 0."""
     if corpus.labeled_mask is not None and corpus.labeled_mask.any():
         raise DataError(corpus.path, None, "the spantree structure does not take labeled examples (--labeled) yet")

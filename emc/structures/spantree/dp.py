@@ -38,10 +38,11 @@ NEG_INF = -np.inf
 @njit(inline="always")
 def log_sum(semiring, terms, count):
     """(+) over terms[:count], log-space values: their max, or the log of the sum of their
-    exponentials, shifted by the max so nothing overflows (one exp per term). -inf is the zero."""
+    exponentials, shifted by the max so nothing overflows (one exp per term). -inf is the zero;
+    a NaN (from NaN parameters) is passed on, so the runtime can name it."""
     best = NEG_INF
     for q in range(count):
-        if terms[q] > best:
+        if terms[q] > best or terms[q] != terms[q]:
             best = terms[q]
     if semiring == MAX or best == NEG_INF:
         return best
