@@ -55,13 +55,15 @@ class EMModel:
         vocabs: dict = {}
         return bind(self.model, self.model.read(_data(data), options, vocabs), vocabs, options)
 
-    def fit(self, data, observer: Callable[[dict], None] | None = None, init: "Fitted | None" = None,
+    def fit(self, data, observer: Callable[[dict], None] | None = None, init: "str | Fitted" = "default",
             **kwargs: Any) -> "Fitted":
-        settings = FitSettings(**{k: v for k, v in kwargs.items() if k in SETTINGS})
+        """`init` is an initializer's name (see emc.runtime.initialize) or a fitted model to start from."""
+        settings = FitSettings(**{k: v for k, v in kwargs.items() if k in SETTINGS},
+                               init=init if isinstance(init, str) else "default")
         options = {k: v for k, v in kwargs.items() if k not in SETTINGS}
         problem = self.problem(data, **options)
         start = None
-        if init is not None:
+        if not isinstance(init, str):
             from emc.runtime.transfer import transfer_params
             start = transfer_params(init.saved, problem)
         result = fit_with_restarts(problem, settings, observer=observer, init=start)

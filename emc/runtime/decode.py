@@ -13,9 +13,14 @@ from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
 from emc.runtime.problem import bind
 
-# Options that describe the input file; every other option of the training run (a tag dictionary,
-# say) applies at decode time too.
-INPUT_OPTIONS = ("format", "word_column", "gold_column")
+
+
+def input_options(structure) -> set[str]:
+    """The options that describe the file being decoded: --format and the structure's own decode
+    options (DECODE_OPTIONS, e.g. --gold-column); every other option of the training run (a tag
+    dictionary, say) applies at decode time too."""
+    flags = [flag for names, _ in getattr(structure, "DECODE_OPTIONS", []) for flag in names]
+    return {"format"} | {flag.lstrip("-").replace("-", "_") for flag in flags}
 
 
 @dataclass
@@ -26,7 +31,7 @@ class Decoded:
 
 def decode(saved: SavedRun, data: str | Lines, options: dict[str, Any], posteriors: bool = False) -> Decoded:
     model = saved.model
-    merged = {k: v for k, v in saved.info["options"].items() if k not in INPUT_OPTIONS}
+    merged = {k: v for k, v in saved.info["options"].items() if k not in input_options(model.data)}
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
     problem = bind(model, model.read(data, merged, vocabs), vocabs, merged, trained=saved.trained)

@@ -233,3 +233,5 @@ def random_split_counts(problem: "Problem", rng: np.random.Generator) -> np.ndar
 
 
 INITIALIZERS = {"random-split": random_split_counts}
+# Klein & Manning start from the random-split counts; from random parameters CCM scores about 16% F1
+DEFAULT_INIT = "random-split"
