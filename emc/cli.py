@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from emc.spec.errors import EmcError
 
@@ -237,17 +238,9 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def cmd_fit(args) -> int:
-    import numpy as np
-
-    from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import fit_with_restarts
-    from emc.runtime.params import random_init
-    from emc.runtime.model_dir import save_run
-    from emc.runtime.problem import Model, bind
+    from emc.runtime.problem import Model
     from emc.runtime.settings import FitSettings
 
-    if not args.data:
-        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
     overrides = _overrides(args)
     options = vars(args).copy()
     from_run = Path(args.init).is_dir()
@@ -260,41 +253,104 @@ def cmd_fit(args) -> int:
         restarts=args.restarts, regularizers=_regularizers(args))
     t0 = time.perf_counter()
     model = Model.from_file(args.spec, overrides)
-    compiled = time.perf_counter() - t0
-    vocabs: dict = {}
-    init = None
-    if from_run:
-        from emc.runtime.model_dir import load_run
-        saved = load_run(args.init)
-        vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    corpus = model.read(args.data, options, vocabs)
-    if args.labeled:
-        corpus = corpus.concat(model.read(args.labeled, options, vocabs), labeled=True)
-    problem = bind(model, corpus, vocabs, options)
-    settings.regularizers = _resolve_regularizers(settings.regularizers, problem)
-    skipped = problem.skipped
-    if from_run:
-        from emc.runtime.transfer import transfer_params
-        init = transfer_params(saved, problem)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(f"emc: {problem.n_examples} examples from {args.data}" + (f" ({skipped} empty lines skipped)" if skipped else "")
-        + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    executor = LocalExecutor(problem, settings.threads or None)
-    compiled += executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
-    say(f"emc: model {model.name} compiled in {compiled:.1f}s (numba caches it: the next run starts at once)")
+    if not args.data and not getattr(model.data, "DATA_FROM_OPTIONS", False):
+        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
     observers = [] if args.quiet else [_progress_line]
     if args.log:
         observers.append(_JsonLog(Path(args.log)))
-    result = fit_with_restarts(problem, settings, executor, lambda r: [o(r) for o in observers], init=init)
-    from emc.eval import format_metrics
-
-    summary = format_metrics(result.metrics)
-    say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
-    if args.out:
-        save_run(Path(args.out), problem, result.params, settings, overrides, options, result.objective,
-                 result.metrics, result.history)
-        say(f"emc: saved to {args.out}")
+    job = FitJob(model, args.data, options, overrides, settings, Path(args.out) if args.out else None,
+                 args.init if from_run else None, args.labeled,
+                 (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr)),
+                 lambda r: [o(r) for o in observers], time.perf_counter() - t0)
+    fit_mode = getattr(model.data, "fit_mode", None)
+    runner = fit_mode(options) if fit_mode else None
+    if runner is not None:
+        return runner(job) or 0
+    job.run()
     return 0
+
+
+@dataclass
+class FitJob:
+    """One `emc fit` request. `run()` is the ordinary fit: read and pack the data, fit, save. A
+    structure may run the request its own way (its data module's `fit_mode(options)` returns a
+    function of the job, see docs/adding-a-structure.md), calling these steps: e.g. alignment fits
+    two directions, or both jointly."""
+
+    model: Any
+    data: str | None
+    options: dict[str, Any]
+    overrides: dict[str, Any]
+    settings: Any
+    out: Path | None
+    init_run: str | None  # --init RUN: start from a saved model
+    labeled: str | None
+    say: Callable[..., None]
+    observer: Callable[[dict], None]
+    compile_seconds: float = 0.0  # loading the model, before its E-step first compiles
+    compiled: bool = False
+
+    def bind(self, options: dict[str, Any] | None = None):
+        """(the problem, the start parameters of --init RUN or None), with `options` in place of
+        the request's."""
+        from emc.runtime.problem import bind
+
+        options = self.options if options is None else options
+        vocabs: dict = {}
+        saved = None
+        if self.init_run:
+            from emc.runtime.model_dir import load_run
+            saved = load_run(self.init_run)
+            vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
+        corpus = self.model.read(self.data, options, vocabs)
+        if self.labeled:
+            corpus = corpus.concat(self.model.read(self.labeled, options, vocabs), labeled=True)
+        problem = bind(self.model, corpus, vocabs, options)
+        self.settings.regularizers = _resolve_regularizers(self.settings.regularizers, problem)
+        skipped = problem.skipped
+        self.say(f"emc: {problem.n_examples} examples from {corpus.path}"
+                 + (f" ({skipped} empty lines skipped)" if skipped else "")
+                 + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
+        if saved is None:
+            return problem, None
+        from emc.runtime.transfer import transfer_params
+        return problem, transfer_params(saved, problem)
+
+    def executor(self, problem):
+        """The E-step's executor, its model compiled (or loaded from numba's cache)."""
+        import numpy as np
+
+        from emc.runtime.executor import LocalExecutor
+        from emc.runtime.params import random_init
+
+        executor = LocalExecutor(problem, self.settings.threads or None)
+        seconds = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+        if not self.compiled:
+            self.compiled = True
+            self.say(f"emc: model {self.model.name} compiled in {self.compile_seconds + seconds:.1f}s "
+                     f"(numba caches it: the next run starts at once)")
+        return executor
+
+    def save(self, problem, result, out: Path | None, options: dict[str, Any] | None = None) -> None:
+        from emc.eval import format_metrics
+        from emc.runtime.model_dir import save_run
+
+        summary = format_metrics(result.metrics)
+        self.say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
+        if out is not None:
+            save_run(out, problem, result.params, self.settings, self.overrides,
+                     self.options if options is None else options, result.objective, result.metrics, result.history)
+            self.say(f"emc: saved to {out}")
+
+    def run(self, options: dict[str, Any] | None = None, out: Path | None = None):
+        """The ordinary fit, with `options` and `out` in place of the request's: (problem, result)."""
+        from emc.runtime.fit import fit_with_restarts
+
+        problem, init = self.bind(options)
+        executor = self.executor(problem)
+        result = fit_with_restarts(problem, self.settings, executor, self.observer, init=init)
+        self.save(problem, result, self.out if out is None else out, options)
+        return problem, result
 
 
 def _regularizers(args) -> dict:
@@ -378,7 +434,7 @@ def _decode_parser(sub) -> None:
                                    "one output line per input line (an empty line for an empty example). Words "
                                    "unseen in training are read as <unk> (see `emc fit --help`).")
     p.add_argument("run", help="a directory written by emc fit --out")
-    p.add_argument("file")
+    p.add_argument("file", nargs="?", help="the data to decode (a structure may take it from its options instead)")
     p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
     _data_arguments(p, "decode")
     p.set_defaults(handler=cmd_decode)
