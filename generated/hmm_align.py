@@ -58,16 +58,31 @@ def prepare(meta, params):
 
 
 @njit(cache=True)
-def _link_scores(ex, ints, layout, meta, params):
-    """scores[i, j]: the product of the link blocks' weights of target word j linked to source
-    position i (NULL last)."""
+def _shape(ex, ints, layout, meta):
+    """The pair's link matrix: (source positions with NULL, target positions)."""
     source = array(ints, layout, A_SOURCE_OFFSETS)
     target = array(ints, layout, A_TARGET_OFFSETS)
-    width = source[ex + 1] - source[ex] + meta[M_NULL]
-    m = target[ex + 1] - target[ex]
+    return source[ex + 1] - source[ex] + meta[M_NULL], target[ex + 1] - target[ex]
+
+
+@njit(cache=True)
+def _link_entries(ex, ints, layout, meta):
+    """flat[k, i, j]: the entry of link (i, j) in link block k's table (-1: a pair it has not)."""
+    width, m = _shape(ex, ints, layout, meta)
+    flat = np.empty((1, width, m), np.int64)
+    side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
+    links.entries(meta, T_TRANS, side, rows, row_start, ranks, base, narrow, flat[0])  # trans: P(a.target | a.source)
+    return flat
+
+
+@njit(cache=True)
+def _link_scores(ex, ints, layout, meta, params, flat):
+    """scores[i, j]: the product of the link blocks' weights of target word j linked to source
+    position i (NULL last)."""
+    width, m = _shape(ex, ints, layout, meta)
     scores = np.ones((width, m))
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.multiply_scores(params, meta, T_TRANS, side, rows, row_start, ranks, base, narrow, scores)  # trans: P(a.target | a.source)
+    links.multiply_scores(params, meta, T_TRANS, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
     return scores
 
 
@@ -79,22 +94,27 @@ def _posterior(semiring, scores, meta, derived, posterior, jumps):
 
 
 @njit(cache=True)
+def _add_link_counts(flat, posterior, weight, counts):
+    """posterior[i, j] * weight into the learned link blocks' entries."""
+    links.add_counts(counts, flat[0], posterior, weight)  # trans: P(a.target | a.source)
+
+
+@njit(cache=True)
 def link_counts_example(ex, ints, layout, meta, posterior, weight, counts):
-    """posterior[i, j] * weight into the learned link blocks' entries of each link."""
-    width, m = posterior.shape
-    side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.add_counts(counts, meta, T_TRANS, side, rows, row_start, ranks, base, narrow, posterior, weight)  # trans: P(a.target | a.source)
+    """Expected link counts from given link posteriors posterior[i, j] (agreement training)."""
+    _add_link_counts(_link_entries(ex, ints, layout, meta), posterior, weight, counts)
 
 
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
-    scores = _link_scores(ex, ints, layout, meta, params)
+    flat = _link_entries(ex, ints, layout, meta)
+    scores = _link_scores(ex, ints, layout, meta, params, flat)
     posterior = np.empty(scores.shape)
     jumps = np.zeros(derived.shape[0])
     log_z = _posterior(semiring, scores, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
-    link_counts_example(ex, ints, layout, meta, posterior, weight, counts)
+    _add_link_counts(flat, posterior, weight, counts)
     # jump slot: the expected number of jumps into each bucket d
     for d in range(jumps.shape[0]):
         p = jumps[d] * weight
@@ -106,7 +126,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 @njit(cache=True)
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best alignment: out[j] = the source position target word j links to, -1 for NULL."""
-    scores = _link_scores(ex, ints, layout, meta, params)
+    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
     if meta[M_JUMP] != 0:
         return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
     return dp.independent_best(scores, meta[M_NULL], out)
@@ -115,7 +135,7 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
-    scores = _link_scores(ex, ints, layout, meta, params)
+    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
     posterior = np.empty(scores.shape)
     log_z = _posterior(SUM, scores, meta, derived, posterior, np.zeros(derived.shape[0]))
     width, m = scores.shape

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 
 from emc.io.bitext import pharaoh, read_bitext, read_gold, read_parallel
-from emc.io.corpus import Corpus, TokenField
+from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.spec.check import CheckedModel, Factor, ResolvedAttr
 from emc.spec.errors import DataError, EmcError
 from emc.structures.alignment import LINK
 from emc.structures.alignment.dp import NO_LINK, jump_buckets
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries
+from emc.structures.alignment.initialize import ibm1_counts
+from emc.structures.alignment.modes import decode_mode, fit_mode  # how emc fit / emc decode run (modes.py)
 
 FORMATS = ("bitext",)
 FORMAT_HELP = {"bitext": "one sentence pair per line, `source ||| target` (or two files: --source F --target F)"}
@@ -42,8 +44,9 @@ FIT_OPTIONS = _INPUT + [
                     "help": "alignment: train e->f and f->e jointly, each E-step using the product of their link "
                             "posteriors (Liang, Taskar & Klein 2006); decoding prints the links whose combined "
                             "posterior passes --threshold"}),
-    (("--direction",), {"choices": ("both", "forward"), "default": "both",
-                        "help": "alignment: train both directions (for --symmetrize) or only source->target"}),
+    (("--forward-only",), {"action": "store_true",
+                           "help": "alignment: train only source->target (by default the reverse direction is "
+                                   "trained too, into RUN/reverse, for --symmetrize and --direction reverse)"}),
 ]
 DECODE_OPTIONS = _INPUT + [
     (("--threshold",), {"type": float, "default": None,
@@ -54,8 +57,10 @@ DECODE_OPTIONS = _INPUT + [
     (("--direction",), {"choices": ("forward", "reverse"), "default": None,
                         "help": "alignment: print one direction's links (source->target or target->source)"}),
 ]
+INITIALIZERS = {"ibm1": ibm1_counts}  # --init ibm1
 # Options naming the input files: decoding new data never inherits them from the training run.
 INPUT_OPTIONS = ("source", "target", "gold", "gold_format")
+DATA_FROM_OPTIONS = True  # the bitext may come as --source/--target instead of DATA
 
 
 def read(model: CheckedModel, path: str | None, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:

@@ -53,25 +53,28 @@ def independent(semiring, scores, null, posterior):
     width, m = scores.shape
     posterior[:, :] = 0.0
     log_z = 0.0
+    if semiring == SUM:
+        inverse = np.zeros(m)
+        for i in range(width):  # row by row: unit-stride inner loops
+            for j in range(m):
+                inverse[j] += scores[i, j]
+        for j in range(m):
+            if not inverse[j] > 0.0:
+                posterior[:, :] = 0.0
+                return NEG_INF
+            log_z += np.log(inverse[j])
+            inverse[j] = 1.0 / inverse[j]
+        for i in range(width):
+            for j in range(m):
+                posterior[i, j] = scores[i, j] * inverse[j]
+        return log_z
     for j in range(m):
-        if semiring == SUM:
-            total = 0.0
-            for i in range(width):
-                total += scores[i, j]
-            if not total > 0.0:
-                posterior[:, :] = 0.0
-                return NEG_INF
-            inv = 1.0 / total
-            for i in range(width):
-                posterior[i, j] = scores[i, j] * inv
-            log_z += np.log(total)
-        else:
-            best = _best_row(scores, j, null)
-            if not scores[best, j] > 0.0:
-                posterior[:, :] = 0.0
-                return NEG_INF
-            posterior[best, j] = 1.0
-            log_z += np.log(scores[best, j])
+        best = _best_row(scores, j, null)
+        if not scores[best, j] > 0.0:
+            posterior[:, :] = 0.0
+            return NEG_INF
+        posterior[best, j] = 1.0
+        log_z += np.log(scores[best, j])
     return log_z
 
 

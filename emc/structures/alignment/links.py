@@ -12,19 +12,10 @@ sentence of new words still aligns (its words then link to NULL, which wins ties
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, table_entry, weight_at
+from emc.codegen.abi import TABLE_OFFSET, add_count, array, entry_mass, row_mass
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, UNSEEN
 
 UNSEEN_WEIGHT = 1e-7
-
-
-@njit(inline="always")
-def link_rank(ranks, base, t, narrow):
-    """Rank of link t of a block whose ranks start at int32 word `base` (-1: UNSEEN)."""
-    if narrow:
-        half = (ranks[base + (t >> 1)] >> (16 * (t & 1))) & 0xFFFF
-        return UNSEEN if half == NARROW_LIMIT else half
-    return ranks[base + t]
 
 
 @njit(inline="always")
@@ -36,6 +27,15 @@ def context_count(side, width, m):
     if side == NONE:
         return 1
     return m
+
+
+@njit(inline="always")
+def context_position(side, i, j):
+    if side == SOURCE:
+        return i
+    if side == NONE:
+        return 0
+    return j
 
 
 @njit(cache=True)
@@ -59,40 +59,45 @@ def block(ints, layout, index_arrays, ex, k, width, m):
     return side, rows, row_start, array(ints, layout, link_ranks), base, narrow
 
 
-@njit(inline="always")
-def context_position(side, i, j):
-    if side == SOURCE:
-        return i
-    if side == NONE:
-        return 0
-    return j
-
-
 @njit(cache=True)
-def multiply_scores(params, meta, table, side, rows, row_start, ranks, rank_base, narrow, scores):
-    """scores[i, j] *= the block's weight of link (i, j). `rows` are the pair's context-side
-    rows, `row_start` the block's CSR row starts."""
-    width, m = scores.shape
+def entries(meta, table, side, rows, row_start, ranks, base, narrow, out):
+    """out[i, j] = the flat entry of link (i, j), UNSEEN when its pair has none."""
+    width, m = out.shape
+    offset = meta[table + TABLE_OFFSET]
     for i in range(width):
         for j in range(m):
-            row = rows[context_position(side, i, j)]
-            rank = link_rank(ranks, rank_base, i * m + j, narrow)
-            if rank == UNSEEN:
-                scores[i, j] *= UNSEEN_WEIGHT
+            t = i * m + j
+            if narrow:
+                rank = (ranks[base + (t >> 1)] >> (16 * (t & 1))) & 0xFFFF
+                rank = UNSEEN if rank == NARROW_LIMIT else rank
             else:
-                scores[i, j] *= weight_at(params, meta, table, row, table_entry(meta, table, row_start[row] + rank))
+                rank = ranks[base + t]
+            out[i, j] = UNSEEN if rank == UNSEEN else offset + row_start[rows[context_position(side, i, j)]] + rank
 
 
 @njit(cache=True)
-def add_counts(counts, meta, table, side, rows, row_start, ranks, rank_base, narrow, posterior, weight):
-    """The block's expected counts: posterior[i, j] * weight into the entry of each link."""
+def multiply_scores(params, meta, table, side, rows, flat, scores):
+    """scores[i, j] *= the block's weight of link (i, j), whose flat entry is flat[i, j]. A row's
+    shared denominator (abi.row_mass) is computed once per context position."""
+    width, m = scores.shape
+    inverse = np.empty(rows.shape[0])
+    for c in range(rows.shape[0]):
+        inverse[c] = 1.0 / row_mass(params, meta, table, rows[c])
+    for i in range(width):
+        for j in range(m):
+            e = flat[i, j]
+            if e == UNSEEN:
+                scores[i, j] *= UNSEEN_WEIGHT
+            else:
+                scores[i, j] *= entry_mass(params, meta, table, e) * inverse[context_position(side, i, j)]
+
+
+@njit(cache=True)
+def add_counts(counts, flat, posterior, weight):
+    """The block's expected counts: posterior[i, j] * weight into entry flat[i, j]."""
     width, m = posterior.shape
     for i in range(width):
         for j in range(m):
             p = posterior[i, j]
-            if p != 0.0:
-                row = rows[context_position(side, i, j)]
-                rank = link_rank(ranks, rank_base, i * m + j, narrow)
-                if rank == UNSEEN:  # decoding data: nothing is counted for a pair without an entry
-                    continue
-                add_count(counts, table_entry(meta, table, row_start[row] + rank), p * weight)
+            if p != 0.0 and flat[i, j] != UNSEEN:  # decoding data: a pair without an entry counts nothing
+                add_count(counts, flat[i, j], p * weight)
