@@ -4,6 +4,6 @@
 # jointly (Liang, Taskar & Klein 2006).
 model hmm_align
 observed e : tokens, f : tokens
-latent   a : alignment(f from e, null=yes, jump=yes, maxjump=7)
+latent   a : alignment(f from e, null=yes, jump=yes, maxjump=20)
 multinomial trans : P(a.target | a.source)
-multinomial jump  : P(a.jump)                 # i - i_prev, buckets -7..7 and NULL
+multinomial jump  : P(a.jump)                 # i - i_prev: -20 (or less) .. 20 (or more), NULL

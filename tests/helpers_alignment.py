@@ -12,9 +12,19 @@ def jump_bucket(jump: int, maxjump: int) -> int:
     return min(max(jump, -maxjump), maxjump) + maxjump
 
 
+def shared_by(previous: int, l: int, jump: int, maxjump: int) -> int:
+    """How many source positions the jump's bucket reaches from `previous` (1 unless it is an
+    end bucket), counted one by one."""
+    bucket = jump_bucket(jump, maxjump)
+    if 0 < bucket < 2 * maxjump:
+        return 1
+    return sum(1 for i in range(l) if jump_bucket(i - previous, maxjump) == bucket)
+
+
 def alignments(problem: Problem, example: int, blocks: dict[str, str]) -> list[tuple[list, tuple]]:
     """Every alignment of the example (each target word to a source position or NULL) as
-    (its firings, the tuple of linked positions, NULL = -1). `blocks` names the spec's blocks by
+    (its firings, the tuple of linked positions, NULL = -1). A firing 1/n (a number) shares an
+    end jump bucket among the n positions it reaches. `blocks` names the spec's blocks by
     kind: "trans" P(a.target | a.source), "reverse" P(a.source.prefix(1) | a.target), "prior"
     P(a.source), "jump" P(a.jump), "weight" a weight over a.jump."""
     args = problem.args
@@ -42,6 +52,8 @@ def alignments(problem: Problem, example: int, blocks: dict[str, str]) -> list[t
             for kind in ("jump", "weight"):
                 if kind in blocks:
                     firings.append((blocks[kind], 0, bucket))
+            if i != NULL and args["jump"]:
+                firings.append(1.0 / shared_by(previous, len(e), i - previous, maxjump))
             if i != NULL:
                 previous = i
         out.append((firings, tuple(links)))

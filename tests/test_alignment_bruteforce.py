@@ -76,8 +76,7 @@ def test_posteriors_are_the_link_marginals(tmp_path, data, null, seed, jump):
         expected = np.zeros((len(f), width))
         total = 0.0
         for firings, links in alignments(problem, example, blocks):
-            entries = [_entry(problem, *firing) for firing in firings]
-            score = float(np.prod(weights[entries]))
+            score = float(np.prod([f if isinstance(f, float) else weights[_entry(problem, *f)] for f in firings]))
             total += score
             for j, i in enumerate(links):
                 expected[j, width - 1 if i == -1 else i] += score

@@ -11,8 +11,9 @@ it holds only the (row, outcome) pairs that co-occur in the data.
 
 Jumps: i_prev is the source position of the previous target word's link, -1 before the first
 one; a link to NULL keeps i_prev (the NULL states of Och & Ney 2003) and has its own jump
-value, `null`, the last bucket of the jump space; jumps beyond +-maxjump share the end buckets.
-In weight expressions the NULL jump counts as 0 (the position does not move).
+value, `null`, the last bucket of the jump space; jumps of +-maxjump or more share the end
+buckets, whose weight is spread evenly over the positions they reach. In weight expressions the
+NULL jump counts as 0 (the position does not move).
 """
 from __future__ import annotations
 
@@ -61,14 +62,14 @@ def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool)
 ALIGNMENT = Structure(
     name="alignment",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
-    signature="alignment(f from e, null=yes, jump=no, maxjump=7)",
+    signature="alignment(f from e, null=yes, jump=no, maxjump=20)",
     observed_roles=("target", "source"),
     uses_from=True,
     input_kinds=("tokens",),
     args=(
         ArgSpec("null", "bool", True, "a target word may link to NULL (no source word)"),
         ArgSpec("jump", "bool", False, "links form a chain scored by the jump between source positions"),
-        ArgSpec("maxjump", "int", 7, "jumps beyond +-maxjump share a bucket (jump=yes)", low=1, high=1000),
+        ArgSpec("maxjump", "int", 20, "jumps of +-maxjump or more share an end bucket (jump=yes)", low=1, high=1000),
     ),
     slots=(Slot(LINK, "per link (target position, source position)"), Slot(JUMP, "per pair of consecutive links")),
     attributes=_attributes,

@@ -14,6 +14,10 @@ states 0..l-1 link to source position i, state l + i is NULL after a link to i, 
 NULL before any link (position -1). A transition into a real state i scores the jump bucket of
 i - i_prev; into a NULL state, the `null` bucket, and only into the NULL state that keeps i_prev.
 Buckets: jumps are clipped to [-maxjump, maxjump] (index jump + maxjump), `null` is 2 maxjump + 1.
+An end bucket (jumps of maxjump or more, or of -maxjump or less) stands for every source
+position it reaches from i_prev, and its score is shared evenly among them: the bucket is chosen,
+then one of its positions uniformly. (Giving each of them the bucket's whole score would let EM
+pile mass onto the end buckets, since a long sentence has many far positions.)
 """
 import numpy as np
 from numba import njit
@@ -33,6 +37,18 @@ def jump_buckets(maxjump, null):
 @njit(cache=True)
 def jump_bucket(jump, maxjump):
     return min(max(jump, -maxjump), maxjump) + maxjump
+
+
+@njit(cache=True)
+def jump_score(jump_scores, jump, at, l, maxjump):
+    """The score of jumping from position `at` to a source position `jump` away: its bucket's,
+    shared among the positions an end bucket reaches from `at` in a sentence of l words."""
+    score = jump_scores[jump_bucket(jump, maxjump)]
+    if jump >= maxjump:
+        return score / (l - (at + maxjump))
+    if jump <= -maxjump:
+        return score / (at - maxjump + 1)
+    return score
 
 
 @njit(cache=True)
@@ -121,7 +137,7 @@ def chain_parts(scores, jump_scores, maxjump, null):
     for s in range(K + 1):  # s = K: START, at position -1
         at = -1 if s == K else _position(s, l)
         for i in range(l):
-            score = jump_scores[jump_bucket(i - at, maxjump)]
+            score = jump_score(jump_scores, i - at, at, l, maxjump)
             if s == K:
                 initial[i] = score
             else:
