@@ -80,8 +80,15 @@ def weight_at(params, meta, table, row, i):
 @njit(inline="always")
 def entry_mass(params, meta, table, i):
     """The numerator of entry i's weight, theta[i] * scale + the table's add."""
+    theta, scale, add = mass_terms(params, meta, table)
+    return theta[i] * scale + add
+
+
+@njit(inline="always")
+def mass_terms(params, meta, table):
+    """(theta, scale, add), the terms of entry_mass, for a loop over many entries to read once."""
     theta, _, _, table_add, scale = params
-    return theta[i] * scale[0] + table_add[meta[table + TABLE_INDEX]]
+    return theta, scale[0], table_add[meta[table + TABLE_INDEX]]
 
 
 @njit(inline="always")

@@ -15,11 +15,13 @@ from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_t
 from emc.runtime.sparse_prior import maximize_row
 
 
-def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None) -> ParamState:
+def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None,
+             out: np.ndarray | None = None) -> ParamState:
     """New parameters from expected counts (learned tables); fixed tables and weights are kept.
     `overrides` maps a table name to (smoothing, prior) replacing the spec's (the CLI's
-    --smooth / --prior)."""
-    theta = np.empty(layout.size)
+    --smooth / --prior). The parameters go into `out` (a new array by default), which may be
+    `counts` itself: the counts are then consumed, and no third table-sized array is needed."""
+    theta = np.empty(layout.size) if out is None else out
     for t in layout.tables:
         if t.kind == "learned":
             smoothing, prior = _regularizer(t, overrides)

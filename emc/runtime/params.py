@@ -6,14 +6,14 @@ evaluated once over its domain). All tables live in one flat vector `theta`, tab
 a dense table is stored outcome-major (entry = outcome * rows + row, see emc/codegen/abi.py).
 A sparse table (a translation table over co-occurring word pairs) holds only the (row, outcome)
 pairs its structure lists when it packs the data (in the integer type it gives them: int32 keeps
-a table of millions of entries small). Each entry belongs to one global row (`row_of`), which is
+a table of millions of entries small; 16 bits do for a vocabulary's words). Each entry belongs to one global row (`row_of`), which is
 what the M-step normalises over; everything below works on both kinds through the rows, so only
 the code generator and the structure know which is which.
 
 Memory: the big arrays are as long as theta. The M-step and the parameter views below work a
 chunk (CHUNK entries) at a time, so none needs a temporary as long as theta, and `row_of` is
 built only when asked for (the online variants): batch EM over a table of N entries holds
-theta, the expected counts and the new theta, 24 N bytes.
+theta and the expected counts, which the M-step turns into the new theta in place: 16 N bytes.
 """
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ class ParamLayout:
         """The global row of every entry (built on first use)."""
         row_of = np.empty(self.size, np.int64)
         for t in self.tables:
-            row_of[t.entries] = t.row_offset + t.local_rows()
+            row_of[t.entries] = t.local_rows()
+            row_of[t.entries] += t.row_offset
         return row_of
 
     def table(self, name: str) -> TableLayout:
@@ -213,8 +214,10 @@ def _entry_indices(values) -> np.ndarray | None:
 def normalize_table(values: np.ndarray, local_rows: np.ndarray, rows: int, out: np.ndarray | None = None) -> np.ndarray:
     """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform),
     into `out` (which may be `values`; a new array by default)."""
-    total = np.bincount(local_rows, weights=values, minlength=rows)
-    size = np.bincount(local_rows, minlength=rows)
+    total, size = np.zeros(rows), np.zeros(rows, np.int64)
+    for a in range(0, len(values), CHUNK):  # bincount copies its indices to int64: a chunk at a time
+        total += np.bincount(local_rows[a:a + CHUNK], weights=values[a:a + CHUNK], minlength=rows)
+        size += np.bincount(local_rows[a:a + CHUNK], minlength=rows)
     empty = total <= 0
     total[empty] = 1.0
     out = np.empty(len(values)) if out is None else out
