@@ -104,10 +104,9 @@ def link_counts_example(ex, ints, layout, meta, posterior, weight, counts):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     flat = _link_entries(ex, ints, layout, meta)
-    scores = _link_scores(ex, ints, layout, meta, params, flat)
-    posterior = np.empty(scores.shape)
+    posterior = _link_scores(ex, ints, layout, meta, params, flat)  # the scores, then in place their posterior
     jumps = np.zeros(derived.shape[0])
-    log_z = _posterior(semiring, scores, meta, derived, posterior, jumps)
+    log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
@@ -131,10 +130,9 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
-    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    posterior = np.empty(scores.shape)
-    log_z = _posterior(SUM, scores, meta, derived, posterior, np.zeros(derived.shape[0]))
-    width, m = scores.shape
+    posterior = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
+    log_z = _posterior(SUM, posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
+    width, m = posterior.shape
     for j in range(m):
         for i in range(width):
             out[j * width + i] = posterior[i, j]

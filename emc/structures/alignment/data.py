@@ -190,18 +190,23 @@ class _Block:
         self.row_start = self.outcomes = None
 
     def use_trained(self, entries) -> None:
-        """The trained entries (stored row by row, outcomes increasing) as a CSR index."""
+        """The trained entries (stored row by row) as a CSR index."""
         if entries is None:
             raise EmcError(f"the saved run has no entries for block '{self.factor.table}'")
         rows, outcomes = (np.asarray(a, np.int64) for a in entries)
-        if len(rows) and (np.any(np.diff(rows) < 0) or np.any((np.diff(rows) == 0) & (np.diff(outcomes) <= 0))):
+        if np.any(np.diff(rows) < 0):
             raise EmcError(f"the saved entries of block '{self.factor.table}' are not in row order")
         self.row_start = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=self.rows))]).astype(np.int64)
         self.outcomes = outcomes.astype(np.int32)
 
     def entries(self) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.repeat(np.arange(self.rows, dtype=np.int32), np.diff(self.row_start))
-        return rows, self.outcomes
+        """(row, outcome) of every entry, in the smallest integer types that hold them."""
+        rows = np.repeat(np.arange(self.rows, dtype=_index_type(self.rows)), np.diff(self.row_start))
+        return rows, self.outcomes.astype(_index_type(self.n_outcomes))
+
+
+def _index_type(n: int) -> type:
+    return np.uint16 if n <= 2**16 else np.int32
 
 
 def _product(sizes: list[int]) -> int:

@@ -65,32 +65,34 @@ def _best_row(scores, j, null):
 @njit(cache=True)
 def independent(semiring, scores, null, posterior):
     """IBM 1: posterior[i, j] = P(a_j = i) under sum, the best row's indicator under max.
-    Returns log Z (the best score's log under max); -inf if some target word has no link."""
+    Returns log Z (the best score's log under max); -inf if some target word has no link.
+    `posterior` may be `scores` itself."""
     width, m = scores.shape
-    posterior[:, :] = 0.0
     log_z = 0.0
+    column = np.zeros(m)  # sum: each column's total, then its inverse; max: its best row
     if semiring == SUM:
-        inverse = np.zeros(m)
         for i in range(width):  # row by row: unit-stride inner loops
             for j in range(m):
-                inverse[j] += scores[i, j]
+                column[j] += scores[i, j]
         for j in range(m):
-            if not inverse[j] > 0.0:
+            if not column[j] > 0.0:
                 posterior[:, :] = 0.0
                 return NEG_INF
-            log_z += np.log(inverse[j])
-            inverse[j] = 1.0 / inverse[j]
+            log_z += np.log(column[j])
+            column[j] = 1.0 / column[j]
         for i in range(width):
             for j in range(m):
-                posterior[i, j] = scores[i, j] * inverse[j]
+                posterior[i, j] = scores[i, j] * column[j]
         return log_z
     for j in range(m):
         best = _best_row(scores, j, null)
-        if not scores[best, j] > 0.0:
-            posterior[:, :] = 0.0
-            return NEG_INF
-        posterior[best, j] = 1.0
+        column[j] = best
         log_z += np.log(scores[best, j])
+    posterior[:, :] = 0.0
+    if not log_z > NEG_INF:
+        return NEG_INF
+    for j in range(m):
+        posterior[int(column[j]), j] = 1.0
     return log_z
 
 
@@ -160,7 +162,8 @@ def _no_constraints():
 def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     """The HMM aligner: posterior[i, j] = P(a_j = i) (NULL states summed into the NULL row) and
     jump_counts[bucket] += the expected number of jumps into each bucket, under sum; the best
-    alignment's indicators and jump counts under max. Returns log Z (log best score under max)."""
+    alignment's indicators and jump counts under max. Returns log Z (log best score under max).
+    `posterior` may be `scores` itself."""
     width, m = scores.shape
     l = width - null
     node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)

@@ -4,7 +4,8 @@ link of the corpus finds its entry.
 A link block's row is read on one side of the pair (its context side: a source word, or a target
 word, or nothing for P(a.source)) and its outcome on the other. Its table holds only the
 (row, outcome) pairs that co-occur in some sentence pair: stored row by row (CSR), each row's
-outcomes in increasing order, so entry = row_start[row] + rank. Per link the corpus keeps only
+outcomes in the order the corpus first shows them (frequent words early, so the entries most
+links read sit together at the start of their rows), and entry = row_start[row] + rank. Per link the corpus keeps only
 that rank: 16 bits while no row has more than 65,535 outcomes (two ranks per packed int32), 32
 bits otherwise. The index is built by visiting, row by row, the sentence pairs the row occurs in
 (counting sort), so time and memory are linear in the number of links and no dense
@@ -49,14 +50,13 @@ def _grow(values, size):
 @njit(cache=True)
 def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows, n_outcomes):
     """The co-occurring (row, outcome) pairs, as (row_start[n_rows + 1], outcomes[entries]):
-    row r holds outcomes[row_start[r]:row_start[r + 1]], in increasing order."""
+    row r holds outcomes[row_start[r]:row_start[r + 1]], in the order first met."""
     order, start = postings(row_values, n_rows)
     seen = np.zeros(n_outcomes, np.int64)  # seen[o] = r + 1 once o is an outcome of row r
     outcomes = np.empty(max(16, row_values.shape[0]), np.int32)
     row_start = np.zeros(n_rows + 1, np.int64)
     used = 0
     for r in range(n_rows):
-        first = used
         for q in range(start[r], start[r + 1]):
             pair = row_pair[order[q]]
             for t in range(outcome_offsets[pair], outcome_offsets[pair + 1]):
@@ -67,7 +67,6 @@ def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows,
                         outcomes = _grow(outcomes, used + 1)
                     outcomes[used] = o
                     used += 1
-        outcomes[first:used].sort()
         row_start[r + 1] = used
     return row_start, outcomes[:used].copy()
 

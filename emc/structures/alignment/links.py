@@ -12,7 +12,7 @@ sentence of new words still aligns (its words then link to NULL, which wins ties
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OFFSET, add_count, array, entry_mass, row_mass
+from emc.codegen.abi import TABLE_OFFSET, add_count, array, mass_terms, row_mass
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, UNSEEN
 
 UNSEEN_WEIGHT = 1e-7
@@ -63,16 +63,27 @@ def block(ints, layout, index_arrays, ex, k, width, m):
 def entries(meta, table, side, rows, row_start, ranks, base, narrow, out):
     """out[i, j] = the flat entry of link (i, j), UNSEEN when its pair has none."""
     width, m = out.shape
-    offset = meta[table + TABLE_OFFSET]
-    for i in range(width):
-        for j in range(m):
-            t = i * m + j
-            if narrow:
-                rank = (ranks[base + (t >> 1)] >> (16 * (t & 1))) & 0xFFFF
-                rank = UNSEEN if rank == NARROW_LIMIT else rank
-            else:
-                rank = ranks[base + t]
-            out[i, j] = UNSEEN if rank == UNSEEN else offset + row_start[rows[context_position(side, i, j)]] + rank
+    flat = out.reshape(width * m)
+    if narrow:  # two 16-bit ranks per int32 word, the first in the low half
+        for t in range(width * m):
+            rank = (ranks[base + (t >> 1)] >> (16 * (t & 1))) & 0xFFFF
+            flat[t] = UNSEEN if rank == NARROW_LIMIT else rank
+    else:
+        for t in range(width * m):
+            flat[t] = ranks[base + t]
+    start = np.empty(rows.shape[0], np.int64)
+    for c in range(rows.shape[0]):
+        start[c] = meta[table + TABLE_OFFSET] + row_start[rows[c]]
+    if side == SOURCE:  # the common case, a row per source position: its start read once
+        for i in range(width):
+            for j in range(m):
+                if out[i, j] != UNSEEN:
+                    out[i, j] += start[i]
+    else:
+        for i in range(width):
+            for j in range(m):
+                if out[i, j] != UNSEEN:
+                    out[i, j] += start[context_position(side, i, j)]
 
 
 @njit(cache=True)
@@ -83,13 +94,12 @@ def multiply_scores(params, meta, table, side, rows, flat, scores):
     inverse = np.empty(rows.shape[0])
     for c in range(rows.shape[0]):
         inverse[c] = 1.0 / row_mass(params, meta, table, rows[c])
+    theta, scale, add = mass_terms(params, meta, table)  # read once: stores to scores may alias them
     for i in range(width):
         for j in range(m):
             e = flat[i, j]
-            if e == UNSEEN:
-                scores[i, j] *= UNSEEN_WEIGHT
-            else:
-                scores[i, j] *= entry_mass(params, meta, table, e) * inverse[context_position(side, i, j)]
+            c = i if side == SOURCE else context_position(side, i, j)
+            scores[i, j] *= UNSEEN_WEIGHT if e == UNSEEN else (theta[e] * scale + add) * inverse[c]
 
 
 @njit(cache=True)
