@@ -2,10 +2,20 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
+from conftest import ROOT
 from emc.runtime.problem import Problem
 
 NULL = -1
+
+
+def spec_copy(folder: Path, spec: str) -> str:
+    """specs/SPEC as folder/test.em: the CLI then compiles the same module as the API tests'
+    problem_from_lines (named after test.em), so the suite compiles it once."""
+    path = folder / "test.em"
+    path.write_text((ROOT / "specs" / spec).read_text())
+    return str(path)
 
 
 def jump_bucket(jump: int, maxjump: int) -> int:

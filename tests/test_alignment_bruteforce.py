@@ -46,13 +46,13 @@ def check_pairs(tmp_path, spec, data, null, seed, zeros, blocks, overrides=None)
     return problem, params
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=pairs, null=st.booleans(), seed=st.integers(0, 2**16), zeros=st.sampled_from([0.0, 0.3]))
 def test_ibm1_matches_enumeration(tmp_path, data, null, seed, zeros):
     check_pairs(tmp_path, IBM1, data, null, seed, zeros, {"trans": "trans", "reverse": "rev", "prior": "prior"})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=pairs, null=st.booleans(), seed=st.integers(0, 2**16), zeros=st.sampled_from([0.0, 0.3]),
        maxjump=st.integers(1, 3))
 def test_hmm_aligner_matches_enumeration(tmp_path, data, null, seed, zeros, maxjump):
@@ -60,7 +60,7 @@ def test_hmm_aligner_matches_enumeration(tmp_path, data, null, seed, zeros, maxj
                 {"maxjump": maxjump})
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=pairs, null=st.booleans(), seed=st.integers(0, 2**16), jump=st.booleans())
 def test_posteriors_are_the_link_marginals(tmp_path, data, null, seed, jump):
     """posterior_example's P(a_j = i) equals the brute-force link marginal."""

@@ -8,11 +8,8 @@ import re
 
 import pytest
 
-from conftest import ROOT
 from emc.cli import main
-
-IBM1 = str(ROOT / "specs" / "ibm1.em")
-HMM = str(ROOT / "specs" / "hmm_align.em")
+from helpers_alignment import spec_copy
 PAIRS = ["the house ||| la maison", "the blue house ||| la maison bleue", "the flower ||| la fleur",
          "a blue flower ||| une fleur bleue", "the house is blue ||| la maison est bleue",
          "a house ||| une maison", "the flower is small ||| la fleur est petite", "small ||| petite"] * 3
@@ -20,13 +17,19 @@ LINK = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def specs(tmp_path_factory) -> dict[str, str]:
+    return {name: spec_copy(tmp_path_factory.mktemp(name), f"{name}.em") for name in ("ibm1", "hmm_align")}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, specs):
     """An IBM 1 run (both directions) and an agreement run, on the same bitext."""
     tmp = tmp_path_factory.mktemp("align")
     bitext = tmp / "train.txt"
     bitext.write_text("".join(p + "\n" for p in PAIRS))
     for name, extra in (("ibm1", []), ("agree", ["--agree"])):
-        assert main(["fit", IBM1, str(bitext), "--out", str(tmp / name), "--iterations", "8", "--quiet", *extra]) == 0
+        assert main(["fit", specs["ibm1"], str(bitext), "--out", str(tmp / name), "--iterations", "8", "--quiet",
+                     *extra]) == 0
     return tmp
 
 
@@ -83,7 +86,7 @@ def test_symmetrizations_nest(runs, tmp_path, capsys):
         assert i == f & r and u == f | r and i <= g <= u
 
 
-def test_two_files_and_gold_scores(runs, tmp_path, capsys):
+def test_two_files_and_gold_scores(runs, specs, tmp_path, capsys):
     source, target, gold = tmp_path / "e.txt", tmp_path / "f.txt", tmp_path / "gold.wa"
     source.write_text("the house\nthe blue house\n")
     target.write_text("la maison\nla maison bleue\n")
@@ -93,7 +96,7 @@ def test_two_files_and_gold_scores(runs, tmp_path, capsys):
     # 5 links found, all sure or possible; 4 sure links, all found: AER = 1 - (4 + 5) / (5 + 4) = 0
     assert "aer 0.00%, precision 100.00%, recall 100.00%" in err
     run = tmp_path / "run"
-    assert main(["fit", HMM, "--source", str(source), "--target", str(target), "--out", str(run), "--iterations", "2",
+    assert main(["fit", specs["hmm_align"], "--source", str(source), "--target", str(target), "--out", str(run), "--iterations", "2",
                  "--forward-only", "--quiet"]) == 0
     assert not (run / "reverse").exists()
     assert len(decode(capsys, run, "--source", source, "--target", target)) == 2
@@ -104,27 +107,27 @@ def test_two_files_and_gold_scores(runs, tmp_path, capsys):
     ("a ||| b ||| c\n", [], "data.txt:1: error: expected `source ||| target`, found 2 '|||'"),
     (" ||| \n\n", [], "data.txt: error: contains no sentence pairs"),
 ])
-def test_bad_bitext_names_file_and_line(tmp_path, capsys, content, extra, message):
+def test_bad_bitext_names_file_and_line(specs, tmp_path, capsys, content, extra, message):
     data = tmp_path / "data.txt"
     data.write_text(content)
-    assert main(["fit", IBM1, str(data), "--iterations", "1", *extra]) == 1
+    assert main(["fit", specs["ibm1"], str(data), "--iterations", "1", *extra]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-def test_two_files_of_different_lengths(tmp_path, capsys):
+def test_two_files_of_different_lengths(specs, tmp_path, capsys):
     source, target = tmp_path / "e.txt", tmp_path / "f.txt"
     source.write_text("a\nb\nc\n")
     target.write_text("x\ny\n")
-    assert main(["fit", IBM1, "--source", str(source), "--target", str(target)]) == 1
+    assert main(["fit", specs["ibm1"], "--source", str(source), "--target", str(target)]) == 1
     err = capsys.readouterr().err
     assert "f.txt:3: error: the file ends here, but" in err and "3 lines" in err
 
 
-def test_symmetrize_needs_both_directions(tmp_path, capsys):
+def test_symmetrize_needs_both_directions(specs, tmp_path, capsys):
     data = tmp_path / "data.txt"
     data.write_text("a b ||| x y\n")
     run = tmp_path / "run"
-    assert main(["fit", IBM1, str(data), "--out", str(run), "--iterations", "1", "--forward-only", "--quiet"]) == 0
+    assert main(["fit", specs["ibm1"], str(data), "--out", str(run), "--iterations", "1", "--forward-only", "--quiet"]) == 0
     assert main(["decode", str(run), str(data), "--symmetrize", "union"]) == 1
     assert "holds one direction only" in capsys.readouterr().err
