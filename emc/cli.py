@@ -15,9 +15,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from emc.spec.errors import EmcError
+
+if TYPE_CHECKING:  # imported when used: `emc --help` stays quick
+    from emc.runtime.problem import Model
+    from emc.runtime.settings import FitSettings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,11 +281,11 @@ class FitJob:
     function of the job, see docs/adding-a-structure.md), calling these steps: e.g. alignment fits
     two directions, or both jointly."""
 
-    model: Any
+    model: Model
     data: str | None
     options: dict[str, Any]
     overrides: dict[str, Any]
-    settings: Any
+    settings: FitSettings
     out: Path | None
     init_run: str | None  # --init RUN: start from a saved model
     labeled: str | None
