@@ -66,6 +66,17 @@ def test_decode_prints_pharaoh_links_one_line_per_pair(runs, tmp_path, capsys):
     assert len(agreed) == 3 and (2, 1) in links(agreed[0])
 
 
+def test_posteriors_print_each_link_with_its_probability(runs, tmp_path, capsys):
+    data = tmp_path / "test.txt"
+    data.write_text("the blue house ||| la maison bleue\n")
+    (line,) = decode(capsys, runs / "ibm1", data, "--posteriors")
+    probabilities = {link: float(p) for link, p in (token.split(":") for token in line.split())}
+    assert max(probabilities, key=probabilities.get) in {"0-0", "1-2", "2-1"}
+    assert all(0.001 <= p <= 1 for p in probabilities.values())
+    for j in range(3):  # each target word's links (NULL aside) add up to at most 1
+        assert sum(p for link, p in probabilities.items() if link.endswith(f"-{j}")) <= 1 + 1e-3
+
+
 def test_the_threshold_trades_links_for_precision(runs, tmp_path, capsys):
     data = tmp_path / "test.txt"
     data.write_text("".join(p + "\n" for p in PAIRS[:8]))

@@ -25,6 +25,7 @@ from emc.structures.alignment.dp import NO_LINK, jump_buckets
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries
 from emc.structures.alignment.initialize import ibm1_counts
 from emc.structures.alignment.modes import decode_mode, fit_mode  # how emc fit / emc decode run (modes.py)
+from emc.structures.alignment.symmetrize import HEURISTICS
 
 FORMATS = ("bitext",)
 FORMAT_HELP = {"bitext": "one sentence pair per line, `source ||| target` (or two files: --source F --target F)"}
@@ -52,8 +53,7 @@ DECODE_OPTIONS = _INPUT + [
     (("--threshold",), {"type": float, "default": None,
                         "help": "alignment: posterior decoding, the links whose posterior is at least this (default "
                                 "0.5 for an --agree run, Viterbi links otherwise)"}),
-    (("--symmetrize",), {"choices": ("intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and"),
-                         "help": "alignment: combine the two directions' links"}),
+    (("--symmetrize",), {"choices": HEURISTICS, "help": "alignment: combine the two directions' links"}),
     (("--direction",), {"choices": ("forward", "reverse"), "default": None,
                         "help": "alignment: print one direction's links (source->target or target->source)"}),
 ]
@@ -121,6 +121,8 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     """Pair offsets, and each link block's sparse index (index.py): the co-occurring entries of
     its table at fit time, the trained ones (`frozen.sparse`) at decode time, and every link's
     rank in its row."""
+    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
+        raise EmcError("the alignment structure does not take labeled examples (--labeled) yet")
     b = model.binding
     null = int(args["null"])
     source, target = corpus.fields[b.observed["source"]], corpus.fields[b.observed["target"]]
@@ -308,12 +310,6 @@ def decoded_links(decoded: np.ndarray) -> list[tuple[int, int]]:
     return [(int(i), j) for j, i in enumerate(decoded) if i != NO_LINK]
 
 
-def posterior_matrix(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray, null: int) -> np.ndarray:
-    """An example's posteriors as a (target words x source positions [+ NULL]) matrix."""
-    m = corpus.fields[model.binding.observed["target"]].lengths()[ex]
-    return marginals.reshape(m, -1)[:, :marginals.size // m - null] if m else marginals.reshape(0, 0)
-
-
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
     """Pharaoh links `i-j`, source position first, 0-based."""
     return pharaoh(decoded_links(decoded))
@@ -322,7 +318,8 @@ def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.nda
 def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray,
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """`i-j:p` for every link whose posterior p is at least 0.001 (NULL gets the rest)."""
-    matrix = posterior_matrix(corpus, model, ex, marginals, int(args["null"]))
+    m = corpus.fields[model.binding.observed["target"]].lengths()[ex]
+    matrix = marginals.reshape(m, -1)[:, :marginals.size // m - int(args["null"])]  # target x source words
     return " ".join(f"{i}-{j}:{matrix[j, i]:.3f}" for i, j in sorted(zip(*np.nonzero(matrix.T >= 1e-3))))
 
 
