@@ -79,7 +79,7 @@ def test_agreement_counts_are_the_product_posteriors(tmp_path, data, seed):
     for k in examples:
         np.testing.assert_allclose(post[0][k], marginals(forward, params[0], k), rtol=1e-9)
         np.testing.assert_allclose(post[1][k], marginals(reverse, params[1], k), rtol=1e-9)
-    counts, _ = agreement._link_counts(directions[0], params[0], np.ones(len(data)), post[0], post[1], 1)
+    counts, _ = agreement._link_counts(directions[0], params[0], np.ones(len(data)), post[0], post[1])
     table = forward.layout.table("trans")
     index = {(int(r), int(o)): table.offset + k for k, (r, o) in enumerate(zip(table.entry_rows, table.entry_outcomes))}
     expected = np.zeros(forward.layout.size)

@@ -147,6 +147,11 @@ def _read_pharaoh_gold(path: str, pairs: int):
     return out
 
 
+def swap_links(links: Links) -> Links:
+    """The links seen from the other side: (j, i) for (i, j)."""
+    return frozenset((j, i) for i, j in links)
+
+
 def pharaoh(links) -> str:
     """`i-j` links in order of source, then target position."""
     return " ".join(f"{i}-{j}" for i, j in sorted(links))

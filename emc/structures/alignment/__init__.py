@@ -53,6 +53,11 @@ def _side(binding: Binding, attr: Attribute) -> str:
     return "source" if attr.path == f"{binding.latent}.source" else "target"
 
 
+def slot_tables(factors, slot: str) -> set[str]:
+    """The tables read by the factors (of a checked model) of one slot."""
+    return {f.table for f in factors if f.slot == slot}
+
+
 def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool) -> str:
     if attr.path == f"{binding.latent}.source" and binding.args["null"]:
         return attr.space + "+null"

@@ -25,7 +25,7 @@ from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
-from emc.structures.alignment import LINK
+from emc.structures.alignment import LINK, slot_tables
 from emc.structures.semiring import SUM
 
 THRESHOLD = 0.5
@@ -63,7 +63,7 @@ def agreed_links(q: np.ndarray, threshold: float) -> set[tuple[int, int]]:
 
 
 def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, own: list[np.ndarray],
-                 other: list[np.ndarray], other_null: int) -> tuple[np.ndarray, np.ndarray]:
+                 other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """One model's expected counts: its own E-step for every block but the link blocks, whose
     counts come from the product posteriors (its own NULL posteriors kept). Returns (counts, log Z)."""
     p = direction.problem
@@ -71,9 +71,8 @@ def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, 
     result = direction.executor.estep(params, examples, SUM, weights)
     check_log_z(p, examples, result.log_z)
     counts = result.counts
-    for t in p.layout.learned():
-        if next(f for f in p.model.checked.factors if f.table == t.name).slot == LINK:
-            counts[t.entries] = 0.0
+    for name in slot_tables(p.model.checked.factors, LINK):
+        counts[p.layout.table(name).entries] = 0.0
     buffer = (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64))
     module = p.model.module
     for ex in examples:
@@ -111,8 +110,8 @@ def fit_jointly(job) -> int:
     for iteration in range(1, settings.iterations + 1):
         t0 = time.perf_counter()
         post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
-        counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1], reverse.null)
-        counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0], forward.null)
+        counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1])
+        counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0])
         previous, objective = objective, float(weights[0] @ log_z_f + weights[1] @ log_z_r)
         params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
                   maximize(reverse.problem.layout, counts_r, params[1], settings.regularizers)]

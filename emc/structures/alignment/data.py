@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from emc.io.bitext import pharaoh, read_bitext, read_gold, read_parallel
+from emc.io.bitext import pharaoh, read_bitext, read_gold, read_parallel, swap_links
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.spec.check import CheckedModel, Factor, ResolvedAttr
@@ -89,12 +89,8 @@ def read(model: CheckedModel, path: str | None, options: dict[str, Any], vocabs:
     corpus = Corpus(where, {e: source, f: target}, lines)
     if options.get("gold"):
         gold = read_gold(options["gold"], options.get("gold_format") or "naacl", (left.lengths(), right.lengths()))
-        corpus.gold["links"] = [(_swap(s), _swap(p)) for s, p in gold] if reverse else gold
+        corpus.gold["links"] = [(swap_links(s), swap_links(p)) for s, p in gold] if reverse else gold
     return corpus
-
-
-def _swap(links: frozenset) -> frozenset:
-    return frozenset((j, i) for i, j in links)
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:

@@ -17,7 +17,7 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Problem
-from emc.structures.alignment import JUMP
+from emc.structures.alignment import JUMP, slot_tables
 from emc.structures.semiring import SUM
 
 ITERATIONS = 5
@@ -25,8 +25,7 @@ ITERATIONS = 5
 
 def ibm1_counts(problem: Problem, rng: np.random.Generator) -> np.ndarray:
     layout = problem.layout
-    jump_tables = [t for t in layout.learned()
-                   if next(f for f in problem.model.checked.factors if f.table == t.name).slot == JUMP]
+    jump_tables = [layout.table(name) for name in slot_tables(problem.model.checked.factors, JUMP)]
     executor = LocalExecutor(problem)
     examples = np.arange(problem.n_examples)
     ones = np.ones(problem.n_examples)

@@ -5,9 +5,9 @@ row of each context-side position; a block's entry for link (i, j) is
 row_start[row] + rank, local to its table. The link scores of a pair form a matrix
 scores[i, j] over source positions i (NULL last when null=yes) and target positions j.
 
-A pair never seen in training (decoding new data) has no entry: it weighs UNSEEN_WEIGHT, the
-floor GIZA++ gives unseen translation pairs, so such a link loses to any trained one but a
-sentence of new words still aligns (its words then link to NULL, which wins ties).
+A pair never seen in training (decoding new data) has no entry: it weighs UNSEEN_WEIGHT, a small
+floor, so such a link loses to any trained one but a sentence of new words still aligns (under
+IBM 1 its new words link to NULL, which wins ties).
 """
 import numpy as np
 from numba import njit

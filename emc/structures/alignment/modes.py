@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from emc.eval import format_metrics
+from emc.eval.alignment import alignment_scores
+from emc.io.bitext import pharaoh, swap_links
 from emc.runtime.decode import bind_saved, in_input_order
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import check_log_z
@@ -64,14 +66,13 @@ class _Direction:
     """A saved model bound to the data to decode, with its links in the bitext's orientation."""
 
     def __init__(self, saved: SavedRun, path: str | None, options: dict[str, Any]):
-        self.saved = saved
         self.problem, self.params = bind_saved(saved, path, options)
         self.reverse = bool(saved.info["options"].get("reverse"))
         self.executor = LocalExecutor(self.problem)
         self.examples = np.arange(self.problem.n_examples)
 
     def viterbi(self) -> list[set[tuple[int, int]]]:
-        from emc.structures.alignment.data import decoded_links
+        from emc.structures.alignment.data import decoded_links  # data.py imports this module
 
         decoded, scores = self.executor.decode(self.params, self.examples)
         check_log_z(self.problem, self.examples, scores)
@@ -100,8 +101,6 @@ def _reverse_run(saved: SavedRun) -> SavedRun:
 
 
 def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> Iterator[str]:
-    from emc.io.bitext import pharaoh
-
     threshold = options.get("threshold")
     heuristic = options.get("symmetrize")
     if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
@@ -117,13 +116,11 @@ def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> 
         links = [symmetrize(a, b, heuristic) for a, b in zip(one, two)]
     else:
         chosen = _reverse_run(saved) if options.get("direction") == REVERSE else saved
-        forward = _Direction(chosen, path, options)
+        forward = _Direction(chosen, path, options)  # the one direction (the reverse, with --direction)
         links = forward.viterbi() if threshold is None else forward.thresholded(threshold)
     gold = forward.problem.corpus.gold.get("links")
     if gold is not None:
-        from emc.eval.alignment import alignment_scores
-
         if forward.reverse:  # read swapped: its gold is in the model's orientation
-            gold = [(frozenset((j, i) for i, j in s), frozenset((j, i) for i, j in p)) for s, p in gold]
+            gold = [(swap_links(sure), swap_links(possible)) for sure, possible in gold]
         print("emc: " + format_metrics(alignment_scores(links, gold)), file=sys.stderr)
-    yield from in_input_order(forward.problem, [pharaoh(l) for l in links])
+    yield from in_input_order(forward.problem, [pharaoh(pair) for pair in links])
