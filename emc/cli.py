@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +258,6 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def cmd_fit(args) -> int:
-    from emc.eval import format_metrics
     from emc.runtime import job as jobs
     from emc.runtime.settings import FitSettings
 
@@ -270,29 +268,23 @@ def cmd_fit(args) -> int:
     observer = lambda record: [o(record) for o in observers]  # noqa: E731
     progress = _progress_bar if sys.stderr.isatty() and not args.quiet else None
     if args.resume:
-        prepared, result = jobs.resume(Path(args.resume), observer, say, progress)
-        out = Path(args.resume)
-    else:
-        if not args.spec or not args.data:
-            raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
-                           "(or continue a fit: emc fit --resume RUN)")
-        from_run = Path(args.init).is_dir()
-        settings = FitSettings(
-            algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
-            seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
-            threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-            start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
-            anneal_tolerance=args.anneal_tolerance,
-            vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-            restarts=args.restarts, regularizers=_regularizers(args))
-        job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
-                            args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
-        out = Path(args.out) if args.out else None
-        prepared, result = jobs.run(job, out, observer, say, progress=progress)
-    summary = format_metrics(result.metrics)
-    say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
-    if out:
-        say(f"emc: saved to {out}")
+        jobs.resume(Path(args.resume), observer, say, progress)
+        return 0
+    if not args.spec:
+        raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
+                       "(or continue a fit: emc fit --resume RUN)")
+    from_run = Path(args.init).is_dir()
+    settings = FitSettings(
+        algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
+        seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
+        threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
+        start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
+        anneal_tolerance=args.anneal_tolerance,
+        vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
+        restarts=args.restarts, regularizers=_regularizers(args))
+    job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
+                        args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
+    jobs.run(job, Path(args.out) if args.out else None, observer, say, progress)
     return 0
 
 
@@ -372,7 +364,7 @@ def _decode_parser(sub) -> None:
                                    "one output line per input line (an empty line for an empty example). Words "
                                    "unseen in training are read as <unk> (see `emc fit --help`).")
     p.add_argument("run", help="a directory written by emc fit --out")
-    p.add_argument("file")
+    p.add_argument("file", nargs="?", help="the data to decode (a structure may take it from its options instead)")
     p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
     _data_arguments(p, "decode")
     p.set_defaults(handler=cmd_decode)

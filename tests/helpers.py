@@ -41,7 +41,7 @@ def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0
     return ParamState.plain(normalize_rows(theta, problem.layout, problem.layout.learned()), problem.layout)
 
 
-Firing = tuple[str, int, int]  # (table name, row, outcome)
+Firing = tuple[str, int, int] | float  # (table name, row, outcome), or a constant the structure applies
 
 
 def check_against_enumeration(problem: Problem, params: ParamState, example: int,
@@ -51,7 +51,8 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     max (hard EM) and the decoder must equal brute force over the latent structures.
 
     `structures` lists every latent structure of the example as (the factor firings it consists
-    of, its decoded form); `decoded_of` turns the decoder's output into that form."""
+    of, its decoded form); `decoded_of` turns the decoder's output into that form. A firing that
+    is a plain number is a constant factor of the structure's own (no table entry, no count)."""
     layout = problem.layout
     weights = params.weights(layout)
 
@@ -65,9 +66,15 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
             return sparse_index[table][(row, outcome)]
         return t.offset + outcome * t.rows + row
 
+    def weight(f: Firing) -> float:
+        return f if isinstance(f, float) else weights[entry(*f)]
+
+    def entries(firings: list[Firing]) -> list[int]:
+        return [entry(*f) for f in firings if not isinstance(f, float)]
+
     scores = []
     for firings, _ in structures:
-        scores.append(math.prod(weights[entry(*f)] for f in firings))
+        scores.append(math.prod(weight(f) for f in firings))
     scores = np.array(scores)
     total = scores.sum()
     executor = LocalExecutor(problem, threads=1)
@@ -80,8 +87,8 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     expected = np.zeros(layout.size)
     learned = layout.learned_mask()
     for (firings, _), score in zip(structures, scores):
-        for f in firings:
-            expected[entry(*f)] += score / total
+        for i in entries(firings):
+            expected[i] += score / total
     expected[~learned] = 0.0
     np.testing.assert_allclose(result.counts, expected, rtol=1e-7, atol=1e-10)
 
@@ -96,8 +103,8 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     assert math.isclose(hard.log_z[0], math.log(scores[best]), rel_tol=tol, abs_tol=tol)
     if len(ties) == 1:
         viterbi_counts = np.zeros(layout.size)
-        for f in structures[best][0]:
-            viterbi_counts[entry(*f)] += 1.0
+        for i in entries(structures[best][0]):
+            viterbi_counts[i] += 1.0
         viterbi_counts[~learned] = 0.0
         np.testing.assert_allclose(hard.counts, viterbi_counts, atol=1e-12)
 

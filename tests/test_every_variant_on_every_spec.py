@@ -49,7 +49,7 @@ def test_every_algorithm_runs(tmp_path, spec):
         assert np.isfinite(result.objective), algorithm
         weights = result.params.weights(problem.layout)
         for table in problem.layout.learned():
-            rows = table.matrix(weights).sum(axis=0)
+            rows = table.row_sums(weights)[table.row_sizes() > 0]  # a sparse table's rows may have no entries
             if algorithm == "vb":
                 assert (rows <= 1 + 1e-9).all() and (rows > 0).all(), (algorithm, table.name)
             else:

@@ -74,10 +74,30 @@ def table_entry(meta, table, local):
 @njit(inline="always")
 def weight_at(params, meta, table, row, i):
     """The weight of flat entry i in row `row` of a table (see the module docstring)."""
-    theta, row_total, row_add_den, table_add, scale = params
+    return entry_mass(params, meta, table, i) / row_mass(params, meta, table, row)
+
+
+@njit(inline="always")
+def entry_mass(params, meta, table, i):
+    """The numerator of entry i's weight, theta[i] * scale + the table's add."""
+    theta, scale, add = mass_terms(params, meta, table)
+    return theta[i] * scale + add
+
+
+@njit(inline="always")
+def mass_terms(params, meta, table):
+    """(theta, scale, add), the terms of entry_mass, for a loop over many entries to read once."""
+    theta, _, _, table_add, scale = params
+    return theta, scale[0], table_add[meta[table + TABLE_INDEX]]
+
+
+@njit(inline="always")
+def row_mass(params, meta, table, row):
+    """The denominator every entry of a row shares, row_total * scale + row_add_den: a loop over
+    one row's entries computes it once."""
+    _, row_total, row_add_den, _, scale = params
     r = meta[table + TABLE_ROW_OFFSET] + row
-    s = scale[0]
-    return (theta[i] * s + table_add[meta[table + TABLE_INDEX]]) / (row_total[r] * s + row_add_den[r])
+    return row_total[r] * scale[0] + row_add_den[r]
 
 
 @njit(inline="always")

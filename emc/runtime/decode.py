@@ -1,4 +1,10 @@
-"""Decoding new data with a fitted model: the best structure (or posteriors) per input example."""
+"""Decoding new data with a fitted model: the best structure (or posteriors) per input example.
+
+A structure may decode some runs its own way (alignment: two directions, symmetrised): its data
+module's `decode_mode(saved, options, posteriors)` returns a function of (saved run, path,
+options) yielding the output lines, or None for the ordinary decoding here; `bind_saved` and
+`in_input_order` are its building blocks.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,16 +17,18 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
-from emc.runtime.problem import bind
-
+from emc.runtime.problem import Problem, bind
+from emc.spec.errors import EmcError
 
 
 def input_options(structure) -> set[str]:
-    """The options that describe the file being decoded: --format and the structure's own decode
-    options (DECODE_OPTIONS, e.g. --gold-column); every other option of the training run (a tag
-    dictionary, say) applies at decode time too."""
+    """The options that describe the file being decoded: --format, the structure's own decode
+    options (DECODE_OPTIONS, e.g. --gold-column) and any other input it names (INPUT_OPTIONS, e.g.
+    a second file); every other option of the training run (a tag dictionary, say) applies at
+    decode time too."""
     flags = [flag for names, _ in getattr(structure, "DECODE_OPTIONS", []) for flag in names]
-    return {"format"} | {flag.lstrip("-").replace("-", "_") for flag in flags}
+    return ({"format"} | {flag.lstrip("-").replace("-", "_") for flag in flags}
+            | set(getattr(structure, "INPUT_OPTIONS", ())))
 
 
 @dataclass
@@ -29,18 +37,38 @@ class Decoded:
     metrics: dict[str, float]  # against the input's gold annotations, when it has some
 
 
-def decode(saved: SavedRun, data: str | Lines, options: dict[str, Any], posteriors: bool = False) -> Decoded:
+def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any]) -> tuple[Problem, ParamState]:
+    """New data packed for a saved model, and the model's parameters (see emc/io/vocab.py for
+    unknown values): the training run's options apply, except those naming its input."""
     model = saved.model
-    merged = {k: v for k, v in saved.info["options"].items() if k not in input_options(model.data)}
+    structure = model.data
+    if data is None and not getattr(structure, "DATA_FROM_OPTIONS", False):
+        raise EmcError("emc decode: give the file to decode: emc decode RUN FILE")
+    merged = {k: v for k, v in saved.info["options"].items() if k not in input_options(structure)}
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
     problem = bind(model, model.read(data, merged, vocabs), vocabs, merged, trained=saved.trained)
-    corpus = problem.corpus
     hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
-    params = ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
+    return problem, ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
+
+
+def in_input_order(problem: Problem, lines: list[str]) -> list[str]:
+    """The kept examples' lines, with an empty line for each empty example left out."""
+    by_example = dict(zip(problem.kept.tolist(), lines))
+    return [by_example.get(i, "") for i in range(problem.read)]
+
+
+def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], posteriors: bool = False) -> Decoded:
+    structure = saved.model.data
+    decode_mode = getattr(structure, "decode_mode", None)
+    runner = decode_mode(saved, options, posteriors) if decode_mode else None
+    if runner is not None:
+        return Decoded(list(runner(saved, data, options)), {})
+    problem, params = bind_saved(saved, data, options)
+    corpus = problem.corpus
     executor = LocalExecutor(problem)
     examples = np.arange(len(corpus))
-    structure, checked = model.data, model.checked
+    checked = saved.model.checked
     metrics: dict[str, float] = {}
     if posteriors:
         marginals, log_z = executor.posterior(params, examples)
@@ -53,5 +81,4 @@ def decode(saved: SavedRun, data: str | Lines, options: dict[str, Any], posterio
         lines = [structure.format_decoded(corpus, checked, q, decoded[q], problem.labels) for q in examples]
         if corpus.gold and hasattr(structure, "evaluate"):
             metrics = structure.evaluate(corpus, checked, decoded, problem.labels)
-    by_example = dict(zip(problem.kept.tolist(), lines))
-    return Decoded([by_example.get(i, "") for i in range(problem.read)], metrics)
+    return Decoded(in_input_order(problem, lines), metrics)

@@ -94,8 +94,8 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
     variant.progress = progress
     if state is None:
         rng = np.random.default_rng(settings.seed)
-        params = init if init is not None else initial_params(problem, settings, executor, rng)
-        state = FitState(params=params, rng=rng)
+        # no local name for the start: the state holds the only reference, so it is freed once replaced
+        state = FitState(params=init if init is not None else initial_params(problem, settings, executor, rng), rng=rng)
         variant.start(state)
     evaluate = Evaluator(problem, executor)
     started = time.perf_counter() - (state.history[-1]["seconds_total"] if state.history else 0.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -73,22 +73,24 @@ class Prepared:
     compile_seconds: float
 
 
-def prepare(job: Job) -> Prepared:
-    """Compile the model, read and pack the data (and the --init run's parameters)."""
+def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
+    """Compile the model, read and pack the data (and the --init run's parameters); `options` in
+    place of the job's (a structure fitting two models reads the data twice, differently)."""
+    options = job.options if options is None else options
     t0 = time.perf_counter()
     model = Model.from_text(job.spec_text, job.spec_path, job.overrides)
     compile_seconds = time.perf_counter() - t0
     saved: SavedRun | None = load_run(job.init_run) if job.init_run else None
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()} if saved else {}
     corpus = None
-    for path in job.data:
-        part = model.read(path, job.options, vocabs)
+    for path in job.data or [None]:
+        if path is None and not getattr(model.data, "DATA_FROM_OPTIONS", False):
+            raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
+        part = model.read(path, options, vocabs)
         corpus = part if corpus is None else corpus.concat(part, labeled=False)
-    if corpus is None:
-        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
     if job.labeled:
-        corpus = corpus.concat(model.read(job.labeled, job.options, vocabs), labeled=True)
-    problem = bind(model, corpus, vocabs, job.options)
+        corpus = corpus.concat(model.read(job.labeled, options, vocabs), labeled=True)
+    problem = bind(model, corpus, vocabs, options)
     init = None
     if saved:
         from emc.runtime.transfer import transfer_params
@@ -114,44 +116,110 @@ class Interrupted(EmcError):
     """Ctrl-C during a fit: the model so far is saved and the fit can be resumed."""
 
 
+class Runner:
+    """An `emc fit` request being carried out. `run()` is the ordinary fit (checkpointed,
+    resumable, on this machine or on Dask); a structure whose data module has `fit_mode(options)`
+    carries the request out its own way with these steps (alignment fits two directions, or both
+    jointly): `bind`, `executor`, `save`, `run`."""
+
+    def __init__(self, job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
+                 say: Callable[[str], None] = lambda message: None,
+                 progress: Callable[[int, int], None] | None = None):
+        self.job, self.out, self.say, self.progress = job, out, say, progress
+        self.observer = observer or (lambda record: None)
+        self.settings = job.fit_settings()
+        self.compiled = False
+        self.compile_seconds = 0.0
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.job.options
+
+    @property
+    def init_run(self) -> str | None:
+        return self.job.init_run
+
+    def bind(self, options: dict[str, Any] | None = None) -> tuple[Problem, ParamState | None]:
+        """(the problem, the start parameters of --init RUN or None), with `options` in place of
+        the job's."""
+        prepared = prepare(self.job, options)
+        problem = prepared.problem
+        self.compile_seconds = prepared.compile_seconds
+        self.settings.regularizers = resolve_regularizers(self.job.fit_settings().regularizers, problem)
+        skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
+        self.say(f"emc: {problem.n_examples} examples from {problem.corpus.path}{skipped}; "
+                 f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
+        return problem, prepared.init
+
+    def executor(self, problem: Problem) -> LocalExecutor:
+        """This machine's executor, its model compiled (or loaded from numba's cache)."""
+        executor = LocalExecutor(problem, self.settings.threads or None)
+        self._warm_up(executor, problem)
+        return executor
+
+    def _warm_up(self, executor, problem: Problem) -> None:
+        seconds = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+        if not self.compiled:
+            self.compiled = True
+            self.say(f"emc: model {problem.model.name} compiled in {self.compile_seconds + seconds:.1f}s "
+                     f"(numba caches it: the next run starts at once)")
+
+    def save(self, problem: Problem, result: FitResult, out: Path | None, options: dict[str, Any] | None = None) -> None:
+        from emc.eval import format_metrics
+
+        summary = format_metrics(result.metrics)
+        self.say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
+        if out is not None:
+            save_run(out, problem, result.params, self.settings, self.job.overrides,
+                     self.options if options is None else options, result.objective, result.metrics, result.history)
+            self.say(f"emc: saved to {out}")
+
+    def run(self, options: dict[str, Any] | None = None, out: Path | None = None,
+            state: FitState | None = None) -> tuple[Problem, FitResult]:
+        """The ordinary fit (from `state` when resuming), with `options` and `out` in place of the
+        request's: checkpointed after every step, and on Ctrl-C saved so far and resumable."""
+        out = self.out if out is None else out
+        problem, init = self.bind(options)
+        job = self.job if options is None else replace(self.job, options=options)
+        checkpointer = _LatestState(Checkpointer(out, asdict(job), job.checkpoint_seconds) if out else None)
+        client = None
+        try:
+            executor, client = make_executor(job, problem, self.settings)
+            if client is not None:
+                self.say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
+            self._warm_up(executor, problem)
+            result = fit_with_restarts(problem, self.settings, executor, self.observer, init, state, checkpointer,
+                                       self.progress)
+        except KeyboardInterrupt:
+            latest = checkpointer.state
+            if out is None or latest is None:
+                raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
+            save_run(out, problem, latest.params, self.settings, job.overrides, job.options,
+                     latest.objective or float("nan"), {}, latest.history)
+            step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
+            raise Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
+                              f"continue with `emc fit --resume {out}`") from None
+        finally:
+            if client is not None:
+                from emc.dist.executor import disconnect
+                disconnect(client)
+        self.save(problem, result, out, options)
+        return problem, result
+
+
 def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
-        say: Callable[[str], None] = lambda message: None, state: FitState | None = None,
-        progress: Callable[[int, int], None] | None = None) -> tuple[Prepared, FitResult]:
-    """Run a job (from `state` when resuming) and save the model to `out`."""
-    prepared = prepare(job)
-    problem = prepared.problem
-    settings = job.fit_settings()
-    settings.regularizers = resolve_regularizers(settings.regularizers, problem)
-    skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
-    say(f"emc: {problem.n_examples} examples from {', '.join(job.data)}{skipped}; "
-        f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    checkpointer = _LatestState(Checkpointer(out, asdict(job), job.checkpoint_seconds) if out else None)
-    client = None
-    try:
-        executor, client = make_executor(job, problem, settings)
-        if client is not None:
-            say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
-        warm = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
-        say(f"emc: model {prepared.model.name} compiled in {prepared.compile_seconds + warm:.1f}s "
-            f"(numba caches it: the next run starts at once)")
-        result = fit_with_restarts(problem, settings, executor, observer, prepared.init, state, checkpointer, progress)
-    except KeyboardInterrupt:
-        latest = checkpointer.state
-        if out is None or latest is None:
-            raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
-        save_run(out, problem, latest.params, settings, job.overrides, job.options, latest.objective or float("nan"),
-                 {}, latest.history)
-        step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
-        raise Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
-                          f"continue with `emc fit --resume {out}`") from None
-    finally:
-        if client is not None:
-            from emc.dist.executor import disconnect
-            disconnect(client)
-    if out:
-        save_run(out, problem, result.params, settings, job.overrides, job.options, result.objective,
-                 result.metrics, result.history)
-    return prepared, result
+        say: Callable[[str], None] = lambda message: None,
+        progress: Callable[[int, int], None] | None = None) -> None:
+    """Carry out a fit: the structure's own way when its data module has a fit_mode for these
+    options, else the ordinary fit."""
+    runner = Runner(job, out, observer, say, progress)
+    model = Model.from_text(job.spec_text, job.spec_path, job.overrides)
+    fit_mode = getattr(model.data, "fit_mode", None)
+    custom = fit_mode(job.options) if fit_mode else None
+    if custom is not None:
+        custom(runner)
+    else:
+        runner.run()
 
 
 def make_executor(job: Job, problem: Problem, settings: FitSettings):
@@ -177,8 +245,10 @@ class _LatestState:
             self.checkpointer(state)
 
 
-def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None) -> tuple[Prepared, FitResult]:
+def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None) -> None:
+    """Continue a checkpointed fit (an ordinary one: a structure's own fit modes checkpoint each
+    of their fits in its own folder, which resumes on its own)."""
     record, state = load_checkpoint(run_dir)
     job = Job(**record)
     say(f"emc: resuming {run_dir} after step {state.step}")
-    return run(job, run_dir, observer, say, state, progress)
+    Runner(job, run_dir, observer, say, progress).run(state=state)

@@ -15,14 +15,19 @@ from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_t
 from emc.runtime.sparse_prior import maximize_row
 
 
-def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None) -> ParamState:
+def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None,
+             out: np.ndarray | None = None) -> ParamState:
     """New parameters from expected counts (learned tables); fixed tables and weights are kept.
     `overrides` maps a table name to (smoothing, prior) replacing the spec's (the CLI's
-    --smooth / --prior)."""
-    theta = previous.weights(layout)
-    for t in layout.learned():
-        smoothing, prior = _regularizer(t, overrides)
-        theta[t.entries] = maximize_table(counts[t.entries], t.local_rows(), t.rows, smoothing, prior)
+    --smooth / --prior). The parameters go into `out` (a new array by default), which may be
+    `counts` itself: the counts are then consumed, and no third table-sized array is needed."""
+    theta = np.empty(layout.size) if out is None else out
+    for t in layout.tables:
+        if t.kind == "learned":
+            smoothing, prior = _regularizer(t, overrides)
+            maximize_table(counts[t.entries], t.local_rows(), t.rows, smoothing, prior, out=theta[t.entries])
+        else:
+            theta[t.entries] = previous.table_weights(t)
     return ParamState.plain(theta, layout)
 
 
@@ -32,11 +37,13 @@ def _regularizer(t: TableLayout, overrides: dict | None):
     return t.smoothing, t.prior
 
 
-def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smoothing: float, prior) -> np.ndarray:
-    """The M-step for one table: its entries' counts and the row of each entry."""
-    c = counts + smoothing
+def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smoothing: float, prior,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """The M-step for one table: its entries' counts and the row of each entry; the new
+    parameters go into `out` (a new array by default)."""
+    c = counts + smoothing if smoothing else counts
     if prior is not None and prior.kind == "sparse":
-        out = np.empty_like(c)
+        out = np.empty_like(c) if out is None else out
         order = np.argsort(local_rows, kind="stable")
         bounds = np.searchsorted(local_rows[order], np.arange(rows + 1))
         for r in range(rows):
@@ -46,7 +53,7 @@ def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smooth
         return out
     if prior is not None and prior.kind == "dirichlet":
         c = np.maximum(c + prior.alpha - 1.0, 0.0)
-    return normalize_table(c, local_rows, rows)
+    return normalize_table(c, local_rows, rows, out=out)
 
 
 def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = None) -> float:

@@ -5,12 +5,19 @@ Every factor of a model reads a table: a learned block (re-estimated by the M-st
 evaluated once over its domain). All tables live in one flat vector `theta`, table after table;
 a dense table is stored outcome-major (entry = outcome * rows + row, see emc/codegen/abi.py).
 A sparse table (a translation table over co-occurring word pairs) holds only the (row, outcome)
-pairs its structure lists when it packs the data. Each entry belongs to one global row
-(`row_of`), which is what the M-step normalises over; everything below works on both kinds
-through `row_of`, so only the code generator and the structure know which is which.
+pairs its structure lists when it packs the data (in the integer type it gives them: int32 keeps
+a table of millions of entries small; 16 bits do for a vocabulary's words). Each entry belongs to one global row (`row_of`), which is
+what the M-step normalises over; everything below works on both kinds through the rows, so only
+the code generator and the structure know which is which.
+
+Memory: the big arrays are as long as theta. The M-step and the parameter views below work a
+chunk (CHUNK entries) at a time, so none needs a temporary as long as theta, and `row_of` is
+built only when asked for (the online variants): batch EM over a table of N entries holds
+theta and the expected counts, which the M-step turns into the new theta in place: 16 N bytes.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +25,8 @@ import numpy as np
 from emc.codegen.abi import TABLE_META_SIZE, TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
 from emc.codegen.layout import meta_names
 from emc.spec.check import CheckedModel, Prior
+
+CHUNK = 1 << 20
 
 
 @dataclass
@@ -81,7 +90,6 @@ class ParamLayout:
     tables: list[TableLayout]
     size: int
     n_rows: int
-    row_of: np.ndarray = field(repr=False)
 
     @staticmethod
     def build(model: CheckedModel, sizes: dict[str, int],
@@ -96,15 +104,20 @@ class ParamLayout:
             entry_rows, entry_outcomes = sparse.get(factor.table, (None, None))
             table = TableLayout(factor.table, factor.kind, index, offset, row_offset, rows, outcomes,
                                 factor.context_spaces, factor.outcome_spaces, factor.smoothing, factor.prior,
-                                None if entry_rows is None else np.asarray(entry_rows, np.int64),
-                                None if entry_outcomes is None else np.asarray(entry_outcomes, np.int64))
+                                _entry_indices(entry_rows), _entry_indices(entry_outcomes))
             tables.append(table)
             offset += table.size
             row_offset += rows
-        row_of = np.empty(offset, np.int64)
-        for t in tables:
-            row_of[t.entries] = t.row_offset + t.local_rows()
-        return ParamLayout(tables, offset, row_offset, row_of)
+        return ParamLayout(tables, offset, row_offset)
+
+    @functools.cached_property
+    def row_of(self) -> np.ndarray:
+        """The global row of every entry (built on first use)."""
+        row_of = np.empty(self.size, np.int64)
+        for t in self.tables:
+            row_of[t.entries] = t.local_rows()
+            row_of[t.entries] += t.row_offset
+        return row_of
 
     def table(self, name: str) -> TableLayout:
         for t in self.tables:
@@ -120,7 +133,6 @@ class ParamLayout:
         for t in self.learned():
             mask[t.entries] = True
         return mask
-
 
     def meta(self, model: CheckedModel, args: dict, sizes: dict[str, int]) -> np.ndarray:
         """The meta array the generated code reads (see emc.codegen.layout.meta_names)."""
@@ -163,25 +175,59 @@ class ParamState:
 
     def weights(self, layout: ParamLayout) -> np.ndarray:
         """The effective weight of every entry, materialised."""
-        s = self.scale[0]
-        table_add = np.repeat(self.table_add, [t.size for t in layout.tables])
-        den = self.row_total * s + self.row_add_den
-        return (self.theta * s + table_add) / den[layout.row_of]
+        out = self.theta * self.scale[0]
+        for t in layout.tables:
+            self._finish(t, out[t.entries])
+        return out
+
+    def table_weights(self, table: TableLayout) -> np.ndarray:
+        """The effective weights of one table's entries."""
+        out = self.theta[table.entries] * self.scale[0]
+        self._finish(table, out)
+        return out
+
+    def _finish(self, t: TableLayout, scaled: np.ndarray) -> None:
+        """theta * scale of a table's entries -> (theta * scale + add) / row denominator, in place."""
+        if self.table_add[t.index]:
+            scaled += self.table_add[t.index]
+        den = self.row_total[t.row_slice] * self.scale[0] + self.row_add_den[t.row_slice]
+        if np.any(den != 1.0):
+            rows = t.local_rows()
+            for a in range(0, t.size, CHUNK):
+                scaled[a:a + CHUNK] /= den[rows[a:a + CHUNK]]
 
     def copy(self) -> "ParamState":
         return ParamState(self.theta.copy(), self.row_total.copy(), self.row_add_den.copy(),
                           self.table_add.copy(), self.scale.copy())
 
 
-def normalize_table(values: np.ndarray, local_rows: np.ndarray, rows: int) -> np.ndarray:
-    """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform)."""
-    total = np.bincount(local_rows, weights=values, minlength=rows)
-    size = np.bincount(local_rows, minlength=rows)
+def _entry_indices(values) -> np.ndarray | None:
+    """A sparse table's entry rows or outcomes, in the integer type given."""
+    if values is None:
+        return None
+    values = np.asarray(values)
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"sparse entries must be integers, not {values.dtype}")
+    return values
+
+
+def normalize_table(values: np.ndarray, local_rows: np.ndarray, rows: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform),
+    into `out` (which may be `values`; a new array by default)."""
+    total, size = np.zeros(rows), np.zeros(rows, np.int64)
+    for a in range(0, len(values), CHUNK):  # bincount copies its indices to int64: a chunk at a time
+        total += np.bincount(local_rows[a:a + CHUNK], weights=values[a:a + CHUNK], minlength=rows)
+        size += np.bincount(local_rows[a:a + CHUNK], minlength=rows)
     empty = total <= 0
     total[empty] = 1.0
-    out = values / total[local_rows]
-    uniform = empty[local_rows]
-    out[uniform] = 1.0 / size[local_rows[uniform]]
+    out = np.empty(len(values)) if out is None else out
+    for a in range(0, len(values), CHUNK):
+        chunk_rows = local_rows[a:a + CHUNK]
+        chunk = out[a:a + CHUNK]
+        np.divide(values[a:a + CHUNK], total[chunk_rows], out=chunk)
+        uniform = empty[chunk_rows]
+        if uniform.any():
+            chunk[uniform] = 1.0 / size[chunk_rows[uniform]]
     return out
 
 
@@ -189,7 +235,7 @@ def normalize_rows(values: np.ndarray, layout: ParamLayout, tables: list[TableLa
     """Each row of the given tables divided by its sum (rows summing to 0 become uniform)."""
     out = values.copy()
     for t in tables:
-        out[t.entries] = normalize_table(out[t.entries], t.local_rows(), t.rows)
+        normalize_table(out[t.entries], t.local_rows(), t.rows, out=out[t.entries])
     return out
 
 
@@ -198,8 +244,12 @@ def random_init(layout: ParamLayout, fixed_theta: np.ndarray, rng: np.random.Gen
     reference HMM results need starts that far from uniform); fixed tables as given."""
     theta = fixed_theta.copy()
     for t in layout.learned():
-        theta[t.entries] = 1.0 + noise * rng.random(t.size)
-    return ParamState.plain(normalize_rows(theta, layout, layout.learned()), layout)
+        values = theta[t.entries]
+        rng.random(t.size, out=values)
+        values *= noise
+        values += 1.0
+        normalize_table(values, t.local_rows(), t.rows, out=values)
+    return ParamState.plain(theta, layout)
 
 
 def unknown_outcomes(theta: np.ndarray, layout: ParamLayout, hapax: dict[str, np.ndarray]) -> np.ndarray:

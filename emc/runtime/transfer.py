@@ -29,8 +29,8 @@ def transfer_params(saved: SavedRun, problem: Problem) -> ParamState:
                            f"{table.outcomes}x{table.rows} here (different structure arguments?)")
         saved_values = saved.theta[old.entries]
         # match entries by (row, outcome): ids the saved model knows kept their meaning
-        old_keys = old.local_outcomes() * table.rows + old.local_rows()
-        new_keys = table.local_outcomes() * table.rows + table.local_rows()
+        old_keys = old.local_outcomes().astype(np.int64) * table.rows + old.local_rows()
+        new_keys = table.local_outcomes().astype(np.int64) * table.rows + table.local_rows()
         order = np.argsort(old_keys)
         found = np.searchsorted(old_keys[order], new_keys)
         found = np.minimum(found, len(order) - 1)

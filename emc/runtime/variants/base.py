@@ -39,7 +39,8 @@ class Variant:
         return result, self.objective(params, examples, result.log_z, self.weights[examples])
 
     def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:
-        return maximize(self.problem.layout, counts, params, self.settings.regularizers)
+        """The M-step; it consumes `counts` (an E-step's, used once) for the new parameters."""
+        return maximize(self.problem.layout, counts, params, self.settings.regularizers, out=counts)
 
     def final_objective(self, state: FitState) -> float:
         return self.full_estep(state.params)[1]

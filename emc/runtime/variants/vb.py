@@ -56,7 +56,8 @@ class VariationalBayes(Variant):
             prior_total = np.bincount(rows, weights=a, minlength=t.rows)
             log_weight = digamma(post) - digamma(total)[rows]
             theta[t.entries] = np.exp(log_weight)
-            kl += float(np.sum(gammaln(total) - gammaln(prior_total))
+            used = prior_total > 0  # a sparse table's row may have no entries (and no KL term)
+            kl += float(np.sum(gammaln(total[used]) - gammaln(prior_total[used]))
                         - np.sum(gammaln(post) - gammaln(a)) + np.sum((post - a) * log_weight))
         return ParamState.plain(theta, layout), kl
 

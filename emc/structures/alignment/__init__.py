@@ -4,6 +4,16 @@ Parts are links (j, i). `a.target` is the target word f_j, `a.source` the source
 when null=yes); a block P(a.target | a.source) is IBM Model 1's translation table. With jump=yes
 the links form a chain over source positions (the HMM aligner of Vogel et al. 1996) and
 `a.jump` = i - i_prev (bucketed) is scored by a block such as P(a.jump).
+
+A link block relates the two sides: its outcome is on one side and its context on the other
+(P(a.target | a.source), P(a.source.lower | a.target)), or it is P(a.source). Its table is sparse:
+it holds only the (row, outcome) pairs that co-occur in the data.
+
+Jumps: i_prev is the source position of the previous target word's link, -1 before the first
+one; a link to NULL keeps i_prev (the NULL states of Och & Ney 2003) and has its own jump
+value, `null`, the last bucket of the jump space; jumps of +-maxjump or more share the end
+buckets, whose weight is spread evenly over the positions they reach. In weight expressions the
+NULL jump counts as 0 (the position does not move).
 """
 from __future__ import annotations
 
@@ -27,7 +37,25 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
     slots = {a.slot for a in outcome + context}
     if slots == {LINK, JUMP}:
         raise SlotError("a block scores either the linked words or the jump, not both")
-    return JUMP if JUMP in slots else LINK
+    if JUMP in slots:
+        return JUMP
+    a = binding.latent
+    hint = f"write P({a}.target | {a}.source), P({a}.source | {a}.target) or P({a}.source)"
+    outcome_sides, context_sides = {_side(binding, x) for x in outcome}, {_side(binding, x) for x in context}
+    if len(outcome_sides) > 1 or len(context_sides) > 1:
+        raise SlotError("a link block's outcome, and its context, each lie on one side of the pair", hint)
+    if outcome_sides == context_sides:
+        raise SlotError("a link block relates the two sides: its outcome on one side, its context on the other", hint)
+    return LINK
+
+
+def _side(binding: Binding, attr: Attribute) -> str:
+    return "source" if attr.path == f"{binding.latent}.source" else "target"
+
+
+def slot_tables(factors, slot: str) -> set[str]:
+    """The tables read by the factors (of a checked model) of one slot."""
+    return {f.table for f in factors if f.slot == slot}
 
 
 def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool) -> str:
@@ -39,7 +67,7 @@ def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool)
 ALIGNMENT = Structure(
     name="alignment",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
-    signature="alignment(f from e, null=yes, jump=no)",
+    signature="alignment(f from e, null=yes, jump=no, maxjump=20)",
     example="latent a : alignment(f from e, null=yes)",
     observed_roles=("target", "source"),
     uses_from=True,
@@ -47,6 +75,7 @@ ALIGNMENT = Structure(
     args=(
         ArgSpec("null", "bool", True, "a target word may link to NULL (no source word)"),
         ArgSpec("jump", "bool", False, "links form a chain scored by the jump between source positions"),
+        ArgSpec("maxjump", "int", 20, "jumps of +-maxjump or more share an end bucket (jump=yes)", low=1, high=1000),
     ),
     slots=(Slot(LINK, "per link (target position, source position)"), Slot(JUMP, "per pair of consecutive links")),
     attributes=_attributes,

@@ -1,0 +1,141 @@
+"""Alignment by agreement (Liang, Taskar & Klein 2006): a source->target model and a
+target->source model trained jointly.
+
+Each E-step computes both models' link posteriors, P1(a_j = i) of the forward model and
+P2(b_i = j) of the reverse one, and uses their product q(i, j) = P1 * P2 as the expected count of
+link (i, j) in both models' link blocks. Each model keeps its own posterior of NULL links (the
+default of the Berkeley aligner) and its own expected jumps (the HMM aligner's transitions).
+The product is not a distribution, so the M-step's normalisation is what turns it back into
+parameters; the objective printed is the sum of the two models' log-likelihoods, which agreement
+training does not promise to increase.
+
+Decoding an agreement run keeps the links whose product posterior is at least a threshold (0.5).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.fit import FitResult, check_log_z, example_weights
+from emc.runtime.initialize import initial_params
+from emc.runtime.mstep import maximize
+from emc.runtime.params import ParamState
+from emc.runtime.problem import Problem
+from emc.spec.errors import EmcError
+from emc.structures.alignment import LINK, slot_tables
+from emc.structures.semiring import SUM
+
+THRESHOLD = 0.5
+
+
+@dataclass
+class Direction:
+    """One model of the pair: its problem (the reverse one reads the bitext swapped) and executor."""
+
+    problem: Problem
+    executor: LocalExecutor
+
+    @property
+    def null(self) -> int:
+        return int(self.problem.args["null"])
+
+    def posteriors(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per pair, P(a_j = i) as a (target words x source positions, NULL last) matrix; log Z."""
+        flat, log_z = self.executor.posterior(params, examples)
+        check_log_z(self.problem, examples, log_z)
+        lengths = self.problem.model.data.decoded_length(self.problem.corpus, self.problem.model.checked)[examples]
+        return [p.reshape(m, -1) for p, m in zip(flat, lengths)], log_z
+
+
+def product_posteriors(forward: np.ndarray, reverse: np.ndarray, null_forward: int, null_reverse: int) -> np.ndarray:
+    """q(i, j) = P1(a_j = i) P2(b_i = j) as a (target words x source words) matrix, from the
+    forward posteriors (m x l [+ NULL]) and the reverse ones (l x m [+ NULL])."""
+    m, l = forward.shape[0], forward.shape[1] - null_forward
+    return forward[:, :l] * reverse[:, :m].T
+
+
+def agreed_links(q: np.ndarray, threshold: float) -> set[tuple[int, int]]:
+    """(source, target) links whose product posterior q[j, i] is at least the threshold."""
+    return {(int(i), int(j)) for j, i in zip(*np.nonzero(q >= threshold))}
+
+
+def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, own: list[np.ndarray],
+                 other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One model's expected counts: its own E-step for every block but the link blocks, whose
+    counts come from the product posteriors (its own NULL posteriors kept). Returns (counts, log Z)."""
+    p = direction.problem
+    examples = np.arange(p.n_examples)
+    result = direction.executor.estep(params, examples, SUM, weights)
+    check_log_z(p, examples, result.log_z)
+    counts = result.counts
+    for name in slot_tables(p.model.checked.factors, LINK):
+        counts[p.layout.table(name).entries] = 0.0
+    buffer = (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    module = p.model.module
+    for ex in examples:
+        merged = own[ex].copy()
+        merged[:, :merged.shape[1] - direction.null] *= other[ex][:, :merged.shape[0]].T
+        module.link_counts_example(ex, p.ints, p.array_bounds, p.meta, np.ascontiguousarray(merged.T),
+                                   weights[ex], buffer)
+    return counts, result.log_z
+
+
+def fit_jointly(job) -> int:
+    """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step;
+    saves the forward model to RUN and the reverse one to RUN/reverse."""
+    settings = job.settings
+    if settings.algorithm != "batch":
+        raise EmcError(f"--agree trains with batch EM; --algorithm {settings.algorithm} is not supported with it")
+    if job.init_run:
+        raise EmcError("--agree starts from its own initialisation (--init random, uniform or ibm1), not a saved run")
+    reverse_options = {**job.options, "reverse": True}
+    directions = []
+    for options in (job.options, reverse_options):
+        problem, _ = job.bind(options)
+        directions.append(Direction(problem, job.executor(problem)))
+    forward, reverse = directions
+    if forward.problem.n_examples != reverse.problem.n_examples:
+        raise EmcError("the two directions kept different sentence pairs")
+    rng = np.random.default_rng(settings.seed)
+    params = [initial_params(d.problem, settings, d.executor, rng) for d in directions]
+    weights = [example_weights(d.problem, settings) for d in directions]
+    examples = np.arange(forward.problem.n_examples)
+    gold = forward.problem.corpus.gold.get("links")
+    history: list[dict] = []
+    started = time.perf_counter()
+    objective = None
+    for iteration in range(1, settings.iterations + 1):
+        t0 = time.perf_counter()
+        post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
+        counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1])
+        counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0])
+        previous, objective = objective, float(weights[0] @ log_z_f + weights[1] @ log_z_r)
+        params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
+                  maximize(reverse.problem.layout, counts_r, params[1], settings.regularizers)]
+        elapsed = time.perf_counter() - t0
+        change = None if previous is None else (objective - previous) / max(abs(previous), 1e-300)
+        record = {"iteration": iteration, "objective": objective, "change": change, "seconds": elapsed,
+                  "seconds_total": time.perf_counter() - started, "examples_per_second": len(examples) / max(elapsed, 1e-9)}
+        if gold is not None and settings.eval_every and iteration % settings.eval_every == 0:
+            record["metrics"] = _scores(directions, post, gold)
+        history.append(record)
+        job.observer(record)
+        if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance:
+            break
+    post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
+    metrics = _scores(directions, post, gold) if gold is not None else {}
+    for d, p, options, out in zip(directions, params, (job.options, reverse_options),
+                                  (job.out, job.out / "reverse" if job.out else None)):
+        job.save(d.problem, FitResult(p, objective, history, metrics if d is forward else {}), out, options)
+    return 0
+
+
+def _scores(directions: list[Direction], post: list[list[np.ndarray]], gold) -> dict[str, float]:
+    from emc.eval.alignment import alignment_scores
+
+    forward, reverse = directions
+    links = [agreed_links(product_posteriors(f, r, forward.null, reverse.null), THRESHOLD) for f, r in zip(*post)]
+    return alignment_scores(links, gold)

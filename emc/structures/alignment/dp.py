@@ -1,0 +1,203 @@
+"""The alignment DPs, each written once for the sum and max semirings.
+
+A sentence pair's link scores are a matrix scores[i, j]: source position i (the last row is NULL
+when null=yes), target position j. Every target word links to exactly one row.
+
+jump=no (IBM Model 1): the links are independent, so Z = prod_j sum_i scores[i, j] and the
+posterior of each link is its share of its column; under max each column's best row (NULL wins
+ties, then the first source position).
+
+jump=yes (the HMM aligner, Vogel et al. 1996): the links form a chain over target positions whose
+states are source positions, run by the chain's DP (emc/structures/chain/dp.py) rather than a new
+one. With NULL, a state also remembers the source position a NULL link keeps (Och & Ney 2003):
+states 0..l-1 link to source position i, state l + i is NULL after a link to i, and state 2l is
+NULL before any link (position -1). A transition into a real state i scores the jump bucket of
+i - i_prev; into a NULL state, the `null` bucket, and only into the NULL state that keeps i_prev.
+Buckets: jumps are clipped to [-maxjump, maxjump] (index jump + maxjump), `null` is 2 maxjump + 1.
+An end bucket (jumps of maxjump or more, or of -maxjump or less) stands for every source
+position it reaches from i_prev, and its score is shared evenly among them: the bucket is chosen,
+then one of its positions uniformly. (Giving each of them the bucket's whole score would let EM
+pile mass onto the end buckets, since a long sentence has many far positions.)
+"""
+import numpy as np
+from numba import njit
+
+from emc.structures.chain import dp as chain_dp
+from emc.structures.semiring import SUM
+
+NEG_INF = -np.inf
+NO_LINK = -1  # a decoded target word linked to NULL
+
+
+@njit(cache=True)
+def jump_buckets(maxjump, null):
+    return 2 * maxjump + 1 + null
+
+
+@njit(cache=True)
+def jump_bucket(jump, maxjump):
+    return min(max(jump, -maxjump), maxjump) + maxjump
+
+
+@njit(cache=True)
+def jump_score(jump_scores, jump, at, l, maxjump):
+    """The score of jumping from position `at` to a source position `jump` away: its bucket's,
+    shared among the positions an end bucket reaches from `at` in a sentence of l words."""
+    score = jump_scores[jump_bucket(jump, maxjump)]
+    if jump >= maxjump:
+        return score / (l - (at + maxjump))
+    if jump <= -maxjump:
+        return score / (at - maxjump + 1)
+    return score
+
+
+@njit(cache=True)
+def _best_row(scores, j, null):
+    """The best row of column j: NULL on ties, then the first source position."""
+    width = scores.shape[0]
+    best = width - 1 if null else 0
+    for i in range(width - null):
+        if scores[i, j] > scores[best, j]:
+            best = i
+    return best
+
+
+@njit(cache=True)
+def independent(semiring, scores, null, posterior):
+    """IBM 1: posterior[i, j] = P(a_j = i) under sum, the best row's indicator under max.
+    Returns log Z (the best score's log under max); -inf if some target word has no link.
+    `posterior` may be `scores` itself."""
+    width, m = scores.shape
+    log_z = 0.0
+    column = np.zeros(m)  # sum: each column's total, then its inverse; max: its best row
+    if semiring == SUM:
+        for i in range(width):  # row by row: unit-stride inner loops
+            for j in range(m):
+                column[j] += scores[i, j]
+        for j in range(m):
+            if not column[j] > 0.0:
+                posterior[:, :] = 0.0
+                return NEG_INF
+            log_z += np.log(column[j])
+            column[j] = 1.0 / column[j]
+        for i in range(width):
+            for j in range(m):
+                posterior[i, j] = scores[i, j] * column[j]
+        return log_z
+    for j in range(m):
+        best = _best_row(scores, j, null)
+        column[j] = best
+        log_z += np.log(scores[best, j])
+    posterior[:, :] = 0.0
+    if not log_z > NEG_INF:
+        return NEG_INF
+    for j in range(m):
+        posterior[int(column[j]), j] = 1.0
+    return log_z
+
+
+@njit(cache=True)
+def independent_best(scores, null, links):
+    """IBM 1 Viterbi: links[j] = the best source position of target word j (NO_LINK for NULL)."""
+    width, m = scores.shape
+    log_score = 0.0
+    for j in range(m):
+        best = _best_row(scores, j, null)
+        if not scores[best, j] > 0.0:
+            links[:] = NO_LINK
+            return NEG_INF
+        links[j] = NO_LINK if null and best == width - 1 else best
+        log_score += np.log(scores[best, j])
+    return log_score
+
+
+@njit(cache=True)
+def _position(state, l):
+    """The source position a state stands at (-1: before any link)."""
+    if state < l:
+        return state
+    if state < 2 * l:
+        return state - l
+    return -1
+
+
+@njit(cache=True)
+def chain_parts(scores, jump_scores, maxjump, null):
+    """The chain's node scores (m x K), transitions (K x K), initial and final vectors."""
+    width, m = scores.shape
+    l = width - null
+    K = 2 * l + 1 if null else l
+    null_bucket = 2 * maxjump + 1
+    node = np.empty((m, K))
+    for j in range(m):
+        for i in range(l):
+            node[j, i] = scores[i, j]
+        for s in range(l, K):
+            node[j, s] = scores[l, j]
+    trans = np.zeros((K, K))
+    initial = np.zeros(K)
+    for s in range(K + 1):  # s = K: START, at position -1
+        at = -1 if s == K else _position(s, l)
+        for i in range(l):
+            score = jump_score(jump_scores, i - at, at, l, maxjump)
+            if s == K:
+                initial[i] = score
+            else:
+                trans[s, i] = score
+        if null:
+            keep = l + at if at >= 0 else 2 * l
+            if s == K:
+                initial[keep] = jump_scores[null_bucket]
+            else:
+                trans[s, keep] = jump_scores[null_bucket]
+    return node, trans, initial, np.ones(K)
+
+
+@njit(cache=True)
+def _no_constraints():
+    return np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64)
+
+
+@njit(cache=True)
+def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
+    """The HMM aligner: posterior[i, j] = P(a_j = i) (NULL states summed into the NULL row) and
+    jump_counts[bucket] += the expected number of jumps into each bucket, under sum; the best
+    alignment's indicators and jump counts under max. Returns log Z (log best score under max).
+    `posterior` may be `scores` itself."""
+    width, m = scores.shape
+    l = width - null
+    node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
+    K = node.shape[1]
+    node_marg = np.empty((m, K))
+    edge_marg = np.zeros((K, K))
+    states, lo, hi = _no_constraints()
+    log_z = chain_dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
+    posterior[:, :] = 0.0
+    if not log_z > NEG_INF:
+        return log_z
+    for j in range(m):
+        for s in range(K):
+            posterior[min(s, l), j] += node_marg[j, s]
+    null_bucket = 2 * maxjump + 1
+    for s in range(K + 1):
+        at = -1 if s == K else _position(s, l)
+        for t in range(K):
+            expected = node_marg[0, t] if s == K else edge_marg[s, t]
+            if expected != 0.0:
+                bucket = jump_bucket(t - at, maxjump) if t < l else null_bucket
+                jump_counts[bucket] += expected
+    return log_z
+
+
+@njit(cache=True)
+def chain_best(scores, jump_scores, maxjump, null, links):
+    """The HMM aligner's Viterbi alignment: links[j] = source position, NO_LINK for NULL."""
+    width, m = scores.shape
+    l = width - null
+    node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
+    path = np.empty(m, np.int64)
+    states, lo, hi = _no_constraints()
+    log_score = chain_dp.viterbi(node, trans, initial, final, states, lo, hi, path)
+    for j in range(m):
+        links[j] = path[j] if 0 <= path[j] < l else NO_LINK
+    return log_score

@@ -1,0 +1,126 @@
+"""How `emc fit` and `emc decode` run alignment models (the data module's fit_mode / decode_mode).
+
+Fitting trains both directions by default: RUN holds source->target, RUN/reverse the same spec
+trained target->source (the bitext read swapped), each an ordinary saved run. `--agree` trains
+them jointly instead (agreement.py); `--forward-only` trains RUN alone.
+
+Decoding prints Pharaoh links in the bitext's orientation (i on the source side, j on the target
+side, 0-based):
+    (default)                    the forward model's Viterbi links; an --agree run's agreed links
+    --threshold T                posterior decoding: links with posterior >= T (for an --agree
+                                 run, the product of both directions' posteriors)
+    --direction reverse          the reverse model's links instead
+    --symmetrize HEURISTIC       both directions' links combined (symmetrize.py)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from emc.eval import format_metrics
+from emc.eval.alignment import alignment_scores
+from emc.io.bitext import pharaoh, swap_links
+from emc.runtime.decode import bind_saved, in_input_order
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.fit import check_log_z
+from emc.runtime.model_dir import SavedRun, load_run
+from emc.spec.errors import EmcError
+from emc.structures.alignment import agreement
+from emc.structures.alignment.symmetrize import symmetrize
+
+REVERSE = "reverse"  # the reverse model's folder inside a run
+
+
+def fit_mode(options: dict[str, Any]) -> Callable | None:
+    if options.get("agree"):
+        return agreement.fit_jointly
+    if options.get("forward_only") or options.get("reverse"):
+        return None
+    return fit_both_directions
+
+
+def fit_both_directions(job) -> int:
+    job.run()
+    job.say("emc: the reverse direction (target -> source)")
+    job.run({**job.options, "reverse": True}, job.out / REVERSE if job.out else None)
+    return 0
+
+
+def decode_mode(saved: SavedRun, options: dict[str, Any], posteriors: bool) -> Callable | None:
+    trained = saved.info["options"]
+    if posteriors:
+        if trained.get("reverse") or options.get("direction") or options.get("symmetrize"):
+            raise EmcError("--posteriors prints the forward model's link posteriors; decode RUN without "
+                           "--direction/--symmetrize (or RUN/reverse for the other direction's, in its own orientation)")
+        return None
+    if trained.get("agree") or trained.get("reverse") or options.get("symmetrize") \
+            or options.get("threshold") is not None or options.get("direction") == REVERSE:
+        return decode_links
+    return None
+
+
+class _Direction:
+    """A saved model bound to the data to decode, with its links in the bitext's orientation."""
+
+    def __init__(self, saved: SavedRun, path: str | None, options: dict[str, Any]):
+        self.problem, self.params = bind_saved(saved, path, options)
+        self.reverse = bool(saved.info["options"].get("reverse"))
+        self.executor = LocalExecutor(self.problem)
+        self.examples = np.arange(self.problem.n_examples)
+
+    def viterbi(self) -> list[set[tuple[int, int]]]:
+        from emc.structures.alignment.data import decoded_links  # data.py imports this module
+
+        decoded, scores = self.executor.decode(self.params, self.examples)
+        check_log_z(self.problem, self.examples, scores)
+        return [self._oriented(decoded_links(d)) for d in decoded]
+
+    def posteriors(self) -> list[np.ndarray]:
+        return agreement.Direction(self.problem, self.executor).posteriors(self.params, self.examples)[0]
+
+    def thresholded(self, threshold: float) -> list[set[tuple[int, int]]]:
+        null = int(self.problem.args["null"])
+        out = []
+        for p in self.posteriors():
+            j, i = np.nonzero(p[:, :p.shape[1] - null] >= threshold)
+            out.append(self._oriented(zip(i.tolist(), j.tolist())))
+        return out
+
+    def _oriented(self, links) -> set[tuple[int, int]]:
+        return {(j, i) for i, j in links} if self.reverse else set(links)
+
+
+def _reverse_run(saved: SavedRun) -> SavedRun:
+    path = Path(saved.path) / REVERSE
+    if not (path / "run.json").exists():
+        raise EmcError(f"{saved.path} holds one direction only (fit without --forward-only to train both)")
+    return load_run(path)
+
+
+def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> Iterator[str]:
+    threshold = options.get("threshold")
+    heuristic = options.get("symmetrize")
+    if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
+        forward, reverse = _Direction(saved, path, options), _Direction(_reverse_run(saved), path, options)
+        f_null, r_null = int(forward.problem.args["null"]), int(reverse.problem.args["null"])
+        level = agreement.THRESHOLD if threshold is None else threshold
+        links = [agreement.agreed_links(agreement.product_posteriors(f, r, f_null, r_null), level)
+                 for f, r in zip(forward.posteriors(), reverse.posteriors())]
+    elif heuristic:
+        forward = _Direction(saved, path, options)
+        reverse = _Direction(_reverse_run(saved), path, options)
+        one, two = (d.viterbi() if threshold is None else d.thresholded(threshold) for d in (forward, reverse))
+        links = [symmetrize(a, b, heuristic) for a, b in zip(one, two)]
+    else:
+        chosen = _reverse_run(saved) if options.get("direction") == REVERSE else saved
+        forward = _Direction(chosen, path, options)  # the one direction (the reverse, with --direction)
+        links = forward.viterbi() if threshold is None else forward.thresholded(threshold)
+    gold = forward.problem.corpus.gold.get("links")
+    if gold is not None:
+        if forward.reverse:  # read swapped: its gold is in the model's orientation
+            gold = [(swap_links(sure), swap_links(possible)) for sure, possible in gold]
+        print("emc: " + format_metrics(alignment_scores(links, gold)), file=sys.stderr)
+    yield from in_input_order(forward.problem, [pharaoh(pair) for pair in links])

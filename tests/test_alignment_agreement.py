@@ -1,0 +1,95 @@
+"""Agreement training (Liang, Taskar & Klein 2006): the combined posterior is the product of the
+two directions' link posteriors, checked by hand on one pair and against brute force on random
+pairs, and the agreement E-step's counts are those products (each model keeping its own NULL
+posteriors)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.params import ParamState
+from emc.structures.alignment import agreement
+from helpers import problem_from_lines, random_params
+from helpers_alignment import alignments
+
+IBM1 = (ROOT / "specs" / "ibm1.em").read_text()
+
+
+def both_directions(tmp_path, lines, null="yes"):
+    forward = problem_from_lines(tmp_path, IBM1, lines, overrides={"null": null})
+    reverse = problem_from_lines(tmp_path, IBM1, lines, options={"reverse": True}, overrides={"null": null})
+    return forward, reverse
+
+
+def set_table(problem, probabilities: dict[tuple[str, str], float]) -> ParamState:
+    """t(outcome word | row word) as given; every entry of the table must be listed."""
+    table = problem.layout.table("trans")
+    e, f = problem.vocabs["vocab:e"].values, problem.vocabs["vocab:f"].values
+    theta = np.zeros(problem.layout.size)
+    for k, (r, o) in enumerate(zip(table.entry_rows, table.entry_outcomes)):
+        theta[table.offset + k] = probabilities[(e[r], f[o])]
+    return ParamState.plain(theta, problem.layout)
+
+
+def test_product_posteriors_by_hand(tmp_path):
+    """a b ||| x y without NULL: P1(x<-a) = .6/.8, P1(y<-a) = .4/1.2; P2(a->x) = .9/1.4,
+    P2(b->x) = .1/.6, so q(a, x) = .75 * 9/14 = .482 (below .5) and q(b, y) = 2/3 * 5/6 = .556."""
+    forward, reverse = both_directions(tmp_path, ["a b ||| x y"], null="no")
+    p1 = set_table(forward, {("a", "x"): .6, ("a", "y"): .4, ("b", "x"): .2, ("b", "y"): .8})
+    p2 = set_table(reverse, {("x", "a"): .9, ("x", "b"): .1, ("y", "a"): .5, ("y", "b"): .5})
+    one = agreement.Direction(forward, LocalExecutor(forward, threads=1)).posteriors(p1, np.array([0]))[0][0]
+    two = agreement.Direction(reverse, LocalExecutor(reverse, threads=1)).posteriors(p2, np.array([0]))[0][0]
+    q = agreement.product_posteriors(one, two, 0, 0)
+    np.testing.assert_allclose(q, [[.75 * 9 / 14, .25 * 1 / 6], [1 / 3 * 5 / 14, 2 / 3 * 5 / 6]])
+    assert agreement.agreed_links(q, 0.5) == {(1, 1)}
+
+
+def marginals(problem, params, example):
+    """P(a_j = i) by enumeration, as a (target words x source positions, NULL last) matrix."""
+    weights = params.weights(problem.layout)
+    table = problem.layout.table("trans")
+    index = {(int(r), int(o)): table.offset + k for k, (r, o) in enumerate(zip(table.entry_rows, table.entry_outcomes))}
+    width = len(problem.corpus.fields["e"].example(example)) + int(problem.args["null"])
+    out = np.zeros((len(problem.corpus.fields["f"].example(example)), width))
+    for firings, links in alignments(problem, example, {"trans": "trans"}):
+        score = np.prod([weights[index[(r, o)]] for _, r, o in firings])
+        for j, i in enumerate(links):
+            out[j, width - 1 if i == -1 else i] += score
+    return out / out[0].sum()
+
+
+WORDS = ["a", "b", "c"]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+                               st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)), min_size=1, max_size=3),
+       seed=st.integers(0, 2**16))
+def test_agreement_counts_are_the_product_posteriors(tmp_path, data, seed):
+    lines = [f"{' '.join(e)} ||| {' '.join(f)}" for e, f in data]
+    forward, reverse = both_directions(tmp_path, lines)
+    rng = np.random.default_rng(seed)
+    params = [random_params(forward, rng), random_params(reverse, rng)]
+    examples = np.arange(len(data))
+    directions = [agreement.Direction(p, LocalExecutor(p, threads=1)) for p in (forward, reverse)]
+    post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
+    for k in examples:
+        np.testing.assert_allclose(post[0][k], marginals(forward, params[0], k), rtol=1e-9)
+        np.testing.assert_allclose(post[1][k], marginals(reverse, params[1], k), rtol=1e-9)
+    counts, _ = agreement._link_counts(directions[0], params[0], np.ones(len(data)), post[0], post[1])
+    table = forward.layout.table("trans")
+    index = {(int(r), int(o)): table.offset + k for k, (r, o) in enumerate(zip(table.entry_rows, table.entry_outcomes))}
+    expected = np.zeros(forward.layout.size)
+    null = len(forward.vocabs["vocab:e"])
+    for k, (e, f) in enumerate(data):
+        e_ids = forward.corpus.fields["e"].example(k)
+        f_ids = forward.corpus.fields["f"].example(k)
+        q = agreement.product_posteriors(post[0][k], post[1][k], 1, 1)
+        for j in range(len(f)):
+            for i in range(len(e)):
+                expected[index[(int(e_ids[i]), int(f_ids[j]))]] += q[j, i]
+            expected[index[(null, int(f_ids[j]))]] += post[0][k][j, len(e)]  # its own NULL posterior
+    np.testing.assert_allclose(counts, expected, rtol=1e-9, atol=1e-12)
