@@ -181,11 +181,30 @@ def _fit_parser(sub) -> None:
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")
+    em.add_argument("--passes", type=int, default=d.passes, help="passes over the data (online algorithms)")
+    em.add_argument("--alpha", type=float, default=d.alpha, help="stepwise: step size (k + 2)^-alpha, 0.5 < alpha <= 1")
+    em.add_argument("--batch-size", type=int, default=d.batch_size, help="stepwise: examples per mini-batch (m)")
+    em.add_argument("--beta-min", type=float, default=d.beta_min, help="annealed/skewed: the first inverse temperature")
+    em.add_argument("--beta-factor", type=float, default=d.beta_factor, help="annealed/skewed: beta grows by this factor")
+    em.add_argument("--anneal-tolerance", type=float, default=d.anneal_tolerance,
+                    help="annealed/skewed: relative objective change at which a temperature is done")
+    em.add_argument("--vb-alpha", type=float, default=d.vb_alpha,
+                    help="vb: Dirichlet parameter of blocks without `prior dirichlet(a)`")
+    em.add_argument("--restarts", type=int, default=d.restarts,
+                    help="run from this many seeds (seed, seed+1, ...) and keep the best training objective")
+    em.add_argument("--smooth", action="append", default=[], metavar="BLOCK=A",
+                    help="override a block's smoothing: add A to its expected counts")
+    em.add_argument("--prior", action="append", default=[], metavar="BLOCK=PRIOR",
+                    help="override a block's prior: dirichlet(A), sparse(ALPHA,BETA) or none")
+    em.add_argument("--labeled", metavar="FILE",
+                    help="semi-supervised: examples with their latent structure (a tagged CoNLL file for a "
+                         "chain), trained on with the data; see --labeled-weight, --init labeled")
     em.add_argument("--labeled-weight", type=float, default=d.labeled_weight,
                     help="semi-supervised: weight of the labeled examples' counts")
     em.add_argument("--unlabeled-weight", type=float, default=d.unlabeled_weight,
                     help="semi-supervised: weight lambda of the unlabeled examples' counts (Nigam et al. 2000)")
     em.add_argument("--quiet", action="store_true", help="no progress lines")
+    em.add_argument("--log", metavar="FILE.jsonl", help="also write each iteration's record here as it happens")
     _structure_arguments(p)
     p.set_defaults(handler=cmd_fit)
 
@@ -221,7 +240,7 @@ def cmd_fit(args) -> int:
     import numpy as np
 
     from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import fit
+    from emc.runtime.fit import fit_with_restarts
     from emc.runtime.params import random_init
     from emc.runtime.model_dir import save_run
     from emc.runtime.problem import Model, bind
@@ -232,10 +251,13 @@ def cmd_fit(args) -> int:
     overrides = _overrides(args)
     options = vars(args).copy()
     from_run = Path(args.init).is_dir()
-    settings = FitSettings(algorithm=args.algorithm, iterations=args.iterations, tolerance=args.tolerance,
-                           seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
-                           threads=args.threads, eval_every=args.eval_every, labeled_weight=args.labeled_weight,
-                           unlabeled_weight=args.unlabeled_weight)
+    settings = FitSettings(
+        algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
+        seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
+        threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
+        beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
+        vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
+        restarts=args.restarts, regularizers=_regularizers(args))
     t0 = time.perf_counter()
     model = Model.from_file(args.spec, overrides)
     compiled = time.perf_counter() - t0
@@ -245,7 +267,11 @@ def cmd_fit(args) -> int:
         from emc.runtime.model_dir import load_run
         saved = load_run(args.init)
         vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    problem = bind(model, model.read(args.data, options, vocabs), vocabs, options)
+    corpus = model.read(args.data, options, vocabs)
+    if args.labeled:
+        corpus = corpus.concat(model.read(args.labeled, options, vocabs), labeled=True)
+    problem = bind(model, corpus, vocabs, options)
+    settings.regularizers = _resolve_regularizers(settings.regularizers, problem)
     skipped = problem.skipped
     if from_run:
         from emc.runtime.transfer import transfer_params
@@ -256,7 +282,10 @@ def cmd_fit(args) -> int:
     executor = LocalExecutor(problem, settings.threads or None)
     compiled += executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
     say(f"emc: model {model.name} compiled in {compiled:.1f}s (numba caches it: the next run starts at once)")
-    result = fit(problem, settings, executor=executor, observer=None if args.quiet else _progress_line, init=init)
+    observers = [] if args.quiet else [_progress_line]
+    if args.log:
+        observers.append(_JsonLog(Path(args.log)))
+    result = fit_with_restarts(problem, settings, executor, lambda r: [o(r) for o in observers], init=init)
     from emc.eval import format_metrics
 
     summary = format_metrics(result.metrics)
@@ -266,6 +295,69 @@ def cmd_fit(args) -> int:
                  result.metrics, result.history)
         say(f"emc: saved to {args.out}")
     return 0
+
+
+def _regularizers(args) -> dict:
+    """--smooth BLOCK=A and --prior BLOCK=dirichlet(A)|sparse(ALPHA,BETA)|none, merged per block
+    (a block named in only one of them keeps the spec's other setting: see mstep)."""
+    import re
+
+    from emc.spec.check import Prior
+
+    out: dict[str, list] = {}
+    for item in args.smooth:
+        name, _, value = item.partition("=")
+        try:
+            out.setdefault(name, [None, "keep"])[0] = float(value)
+        except ValueError:
+            raise EmcError(f"--smooth {item}: write --smooth BLOCK=AMOUNT") from None
+    for item in args.prior:
+        name, _, value = item.partition("=")
+        match = re.fullmatch(r"\s*(dirichlet|sparse)\s*\(([^)]*)\)\s*|\s*(none)\s*", value)
+        if not match:
+            raise EmcError(f"--prior {item}: write BLOCK=dirichlet(A), BLOCK=sparse(ALPHA,BETA) or BLOCK=none")
+        if match.group(3):
+            prior = None
+        else:
+            try:
+                numbers = [float(v) for v in match.group(2).split(",")]
+            except ValueError:
+                raise EmcError(f"--prior {item}: the prior's arguments must be numbers") from None
+            want = 1 if match.group(1) == "dirichlet" else 2
+            if len(numbers) != want or min(numbers) <= 0:
+                raise EmcError(f"--prior {item}: {match.group(1)} takes {want} positive number(s)")
+            prior = Prior(match.group(1), *numbers)
+        out.setdefault(name, [None, "keep"])[1] = prior
+    return {name: tuple(v) for name, v in out.items()}
+
+
+def _resolve_regularizers(raw: dict, problem) -> dict:
+    from emc.spec.errors import did_you_mean
+
+    out = {}
+    names = [t.name for t in problem.layout.learned()]
+    for name, (smoothing, prior) in raw.items():
+        if name not in names:
+            raise EmcError(f"--smooth/--prior {name}: no learned block of that name"
+                           + (f"; {did_you_mean(name, names)}" if did_you_mean(name, names) else f" (blocks: {', '.join(names)})"))
+        table = problem.layout.table(name)
+        out[name] = (table.smoothing if smoothing is None else smoothing, table.prior if prior == "keep" else prior)
+    return out
+
+
+class _JsonLog:
+    """--log FILE: one JSON object per iteration or pass, appended (and flushed) as it happens."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+    def __call__(self, record: dict) -> None:
+        import json
+
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
 
 
 def _progress_line(record: dict) -> None:

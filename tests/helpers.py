@@ -55,8 +55,14 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     layout = problem.layout
     weights = params.weights(layout)
 
+    sparse_index = {t.name: {(int(r), int(o)): t.offset + i for i, (r, o) in
+                             enumerate(zip(t.entry_rows, t.entry_outcomes))}
+                    for t in layout.tables if t.sparse}
+
     def entry(table: str, row: int, outcome: int) -> int:
         t = layout.table(table)
+        if t.sparse:
+            return sparse_index[table][(row, outcome)]
         return t.offset + outcome * t.rows + row
 
     scores = []

@@ -13,6 +13,7 @@ import numpy as np
 
 from emc.io.views import apply_views
 from emc.io.vocab import Vocabulary
+from emc.spec.errors import DataError
 
 
 @dataclass
@@ -80,6 +81,23 @@ class Corpus:
             keep &= f.lengths() > 0
         return np.flatnonzero(keep)
 
+    def concat(self, other: "Corpus", labeled: bool) -> "Corpus":
+        """This corpus followed by another read with the same vocabularies; `labeled` marks the
+        other's examples as supervision (their gold annotations become their latent structure)."""
+        if set(other.gold) != set(self.gold):
+            raise DataError(other.path, None, f"has annotations {sorted(other.gold) or 'none'} but the data has "
+                                              f"{sorted(self.gold) or 'none'}: give both in the same format")
+        mask = np.concatenate([self.labeled_mask if self.labeled_mask is not None else np.zeros(len(self), bool),
+                               np.full(len(other), labeled)])
+        return Corpus(
+            path=self.path,
+            fields={k: _concat_any(f, other.fields[k]) for k, f in self.fields.items()},
+            lines=np.concatenate([self.lines, other.lines]),
+            gold={k: _concat_any(v, other.gold[k]) for k, v in self.gold.items()},
+            labeled={k: _concat_any(v, other.labeled[k]) for k, v in self.labeled.items()},
+            labeled_mask=mask,
+        )
+
     def subset(self, indices: np.ndarray) -> "Corpus":
         return Corpus(
             path=self.path,
@@ -97,3 +115,12 @@ def _subset_any(value: Any, indices: np.ndarray) -> Any:
     if isinstance(value, np.ndarray):
         return value[indices]
     return [value[i] for i in indices]
+
+
+def _concat_any(a: Any, b: Any) -> Any:
+    if isinstance(a, TokenField):
+        return TokenField(np.concatenate([a.ids, b.ids]), np.concatenate([a.offsets, a.offsets[-1] + b.offsets[1:]]),
+                          a.vocab)
+    if isinstance(a, np.ndarray):
+        return np.concatenate([a, b])
+    return list(a) + list(b)

@@ -136,3 +136,26 @@ class Evaluator:
         p = self.problem
         decoded, _ = self.executor.decode(params, self.examples)
         return p.model.data.evaluate(p.corpus, p.model.checked, decoded, p.labels)
+
+
+def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalExecutor | None = None,
+                      observer: Callable[[dict], None] | None = None, init: ParamState | None = None) -> FitResult:
+    """--restarts N: N fits from seeds seed, seed+1, ...; the best by final training objective
+    wins. Every record of every restart is kept (with its `restart` number) in the history. The
+    restarts run one after the other: each E-step already uses every core."""
+    from dataclasses import replace
+
+    executor = executor or LocalExecutor(problem, settings.threads or None)
+    best: FitResult | None = None
+    history: list[dict] = []
+    for restart in range(max(1, settings.restarts)):
+        def tagged(record: dict, restart=restart) -> None:
+            record["restart"] = restart
+            if observer:
+                observer(record)
+        result = fit(problem, replace(settings, seed=settings.seed + restart), executor,
+                     tagged if settings.restarts > 1 else observer, init=init)
+        history += result.history
+        if best is None or result.objective > best.objective:
+            best = result
+    return FitResult(best.params, best.objective, history, best.metrics)

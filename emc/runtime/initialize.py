@@ -3,7 +3,9 @@
     random     each learned row proportional to 1 + NOISE * U(0, 1) (--init-noise; the default)
     uniform    every learned row uniform (Smith & Eisner compare it with random starts)
     labeled    the M-step of the labeled examples' counts alone (semi-supervised EM, Nigam et al.
-               2000); the rows they do not reach start as under `random`
+               2000), plus one pseudo-count per row spread as under `random`, so that what the
+               labeled examples never showed (a word only the unlabeled data has) keeps a small,
+               non-zero probability
 and any initializer a structure offers in its data module's INITIALIZERS (name -> function of
 (problem, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
 """
@@ -44,14 +46,6 @@ def initial_params(problem: Problem, settings, executor, rng: np.random.Generato
             raise EmcError(f"--init {name}: not a saved run nor an initializer; choose from "
                            f"{', '.join(initializer_names(problem))}")
         counts = own[name](problem, rng)
-    params = maximize(layout, counts, start, settings.regularizers)
-    return _fill_unreached_rows(params, start, counts, problem)
-
-
-def _fill_unreached_rows(params: ParamState, start: ParamState, counts: np.ndarray, problem: Problem) -> ParamState:
-    """Rows that got no counts keep their random start instead of turning uniform."""
-    theta = params.theta.copy()
-    reached = np.bincount(problem.layout.row_of, weights=counts, minlength=problem.layout.n_rows) > 0
-    empty_entries = ~reached[problem.layout.row_of]
-    theta[empty_entries] = start.theta[empty_entries]
-    return ParamState.plain(theta, problem.layout)
+    if name == "labeled":
+        counts = counts + np.where(layout.learned_mask(), start.theta, 0.0)
+    return maximize(layout, counts, start, settings.regularizers)

@@ -1,7 +1,8 @@
 """A saved model is a directory:
 
     spec.em       the spec, as fitted (with the command line's overrides in run.json)
-    params.npz    `theta` (every table, flat) and one array per table, shaped (outcomes, rows)
+    params.npz    `theta` (every table, flat) and one array per table, shaped (outcomes, rows); a
+                  sparse table as its values with `sparse_NAME_rows` / `sparse_NAME_outcomes`
     vocab.json    the vocabularies, so new data is encoded as in training
     run.json      settings, structure arguments, state names, sizes, final objective and metrics
     log.jsonl     one JSON object per iteration or pass
@@ -40,7 +41,14 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 
 def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
     theta = params.weights(layout)
-    tables = {f"table_{t.name}": t.matrix(theta) for t in layout.tables}
+    tables = {}
+    for t in layout.tables:
+        if t.sparse:  # (row, outcome, value) of every entry it has
+            tables[f"sparse_{t.name}_rows"] = t.entry_rows
+            tables[f"sparse_{t.name}_outcomes"] = t.entry_outcomes
+            tables[f"table_{t.name}"] = theta[t.entries]
+        else:
+            tables[f"table_{t.name}"] = t.matrix(theta)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
     os.close(fd)
     np.savez(tmp, theta=theta, **tables)
@@ -91,10 +99,12 @@ class SavedRun:
     model: Model
     vocabs: dict[str, Vocabulary]
     theta: np.ndarray
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse tables' (rows, outcomes)
 
     @property
     def trained(self) -> dict[str, Any]:
-        return {"args": self.info["args"], "labels": self.info["labels"], "vocab_sizes": self.info["vocab_sizes"]}
+        return {"args": self.info["args"], "labels": self.info["labels"], "vocab_sizes": self.info["vocab_sizes"],
+                "sparse": self.sparse}
 
 
 def load_run(run: str | Path) -> SavedRun:
@@ -106,4 +116,6 @@ def load_run(run: str | Path) -> SavedRun:
     model = Model.from_text((run / "spec.em").read_text(encoding="utf-8"), str(run / "spec.em"), info["overrides"])
     with np.load(run / "params.npz") as npz:
         theta = npz["theta"]
-    return SavedRun(run, info, model, load_vocabularies(run / "vocab.json"), theta)
+        sparse = {key[len("sparse_"):-len("_rows")]: (npz[key], npz[key[:-len("_rows")] + "_outcomes"])
+                  for key in npz.files if key.startswith("sparse_") and key.endswith("_rows")}
+    return SavedRun(run, info, model, load_vocabularies(run / "vocab.json"), theta, sparse)

@@ -4,16 +4,15 @@ Rows are the (context) rows of each learned table. Without a prior a row is its 
 normalised (maximum likelihood). `smooth add(a)` adds a to every count (MAP under a symmetric
 Dirichlet(1 + a)); `prior dirichlet(alpha)` is the MAP estimate max(c + alpha - 1, 0) normalised;
 `prior sparse(alpha, beta)` is the smoothed-L0 prior of Vaswani, Pauls & Chiang (2010), in
-emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform.
+emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform. (Variational
+Bayes has its own update: emc/runtime/variants/vb.py.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.params import ParamLayout, ParamState, TableLayout
-
-# Parameters are kept above this floor by the sparse prior; it also bounds log-prior terms.
-FLOOR = 1e-7
+from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_table
+from emc.runtime.sparse_prior import maximize_row
 
 
 def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict | None = None) -> ParamState:
@@ -23,8 +22,7 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
     theta = previous.weights(layout)
     for t in layout.learned():
         smoothing, prior = _regularizer(t, overrides)
-        m_counts = t.matrix(counts)
-        t.matrix(theta)[:] = maximize_table(m_counts, smoothing, prior, t.matrix(theta))
+        theta[t.entries] = maximize_table(counts[t.entries], t.local_rows(), t.rows, smoothing, prior)
     return ParamState.plain(theta, layout)
 
 
@@ -34,20 +32,21 @@ def _regularizer(t: TableLayout, overrides: dict | None):
     return t.smoothing, t.prior
 
 
-def maximize_table(counts: np.ndarray, smoothing: float, prior, current: np.ndarray) -> np.ndarray:
-    """The M-step for one table, counts given as (outcomes, rows)."""
-    if prior is not None and prior.kind == "sparse":
-        from emc.runtime.sparse_prior import maximize_sparse
-        return maximize_sparse(counts + smoothing, prior.alpha, prior.beta)
+def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smoothing: float, prior) -> np.ndarray:
+    """The M-step for one table: its entries' counts and the row of each entry."""
     c = counts + smoothing
+    if prior is not None and prior.kind == "sparse":
+        out = np.empty_like(c)
+        order = np.argsort(local_rows, kind="stable")
+        bounds = np.searchsorted(local_rows[order], np.arange(rows + 1))
+        for r in range(rows):
+            members = order[bounds[r]:bounds[r + 1]]
+            if len(members):
+                out[members] = maximize_row(c[members], prior.alpha, prior.beta)
+        return out
     if prior is not None and prior.kind == "dirichlet":
         c = np.maximum(c + prior.alpha - 1.0, 0.0)
-    total = c.sum(axis=0)
-    out = np.empty_like(c)
-    empty = total <= 0
-    out[:, empty] = 1.0 / c.shape[0]
-    out[:, ~empty] = c[:, ~empty] / total[~empty]
-    return out
+    return normalize_table(c, local_rows, rows)
 
 
 def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = None) -> float:
@@ -61,7 +60,7 @@ def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = 
             continue
         if weights is None:
             weights = params.weights(layout)
-        p = t.matrix(weights)
+        p = weights[t.entries]
         if smoothing:
             total += smoothing * float(np.log(np.maximum(p, 1e-300)).sum())
         if prior is not None and prior.kind == "dirichlet":

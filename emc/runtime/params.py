@@ -4,7 +4,10 @@ Every factor of a model reads a table: a learned block (re-estimated by the M-st
 (read from a file, never re-estimated) or a fixed weight (an expression over a numeric attribute,
 evaluated once over its domain). All tables live in one flat vector `theta`, table after table;
 a dense table is stored outcome-major (entry = outcome * rows + row, see emc/codegen/abi.py).
-Each entry belongs to one global row (`row_of`), which is what the M-step normalises over.
+A sparse table (a translation table over co-occurring word pairs) holds only the (row, outcome)
+pairs its structure lists when it packs the data. Each entry belongs to one global row
+(`row_of`), which is what the M-step normalises over; everything below works on both kinds
+through `row_of`, so only the code generator and the structure know which is which.
 """
 from __future__ import annotations
 
@@ -30,10 +33,30 @@ class TableLayout:
     outcome_spaces: tuple[str, ...]
     smoothing: float = 0.0
     prior: Prior | None = None
+    # sparse tables: the local row and outcome of each entry (None for dense tables)
+    entry_rows: np.ndarray | None = field(default=None, repr=False)
+    entry_outcomes: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def sparse(self) -> bool:
+        return self.entry_rows is not None
 
     @property
     def size(self) -> int:
-        return self.rows * self.outcomes
+        return len(self.entry_rows) if self.sparse else self.rows * self.outcomes
+
+    def local_rows(self) -> np.ndarray:
+        """The row of each entry, 0..rows-1."""
+        return self.entry_rows if self.sparse else np.tile(np.arange(self.rows), self.outcomes)
+
+    def local_outcomes(self) -> np.ndarray:
+        return self.entry_outcomes if self.sparse else np.repeat(np.arange(self.outcomes), self.rows)
+
+    def row_sizes(self) -> np.ndarray:
+        """How many entries (outcomes) each row has."""
+        if not self.sparse:
+            return np.full(self.rows, self.outcomes)
+        return np.bincount(self.entry_rows, minlength=self.rows)
 
     @property
     def entries(self) -> slice:
@@ -44,8 +67,13 @@ class TableLayout:
         return slice(self.row_offset, self.row_offset + self.rows)
 
     def matrix(self, flat: np.ndarray) -> np.ndarray:
-        """The table as an (outcomes, rows) view of a flat vector laid out like theta."""
+        """A dense table as an (outcomes, rows) view of a flat vector laid out like theta."""
+        if self.sparse:
+            raise ValueError(f"table {self.name} is sparse: it has no matrix view")
         return flat[self.entries].reshape(self.outcomes, self.rows)
+
+    def row_sums(self, flat: np.ndarray) -> np.ndarray:
+        return np.bincount(self.local_rows(), weights=flat[self.entries], minlength=self.rows)
 
 
 @dataclass
@@ -56,19 +84,26 @@ class ParamLayout:
     row_of: np.ndarray = field(repr=False)
 
     @staticmethod
-    def build(model: CheckedModel, sizes: dict[str, int]) -> "ParamLayout":
+    def build(model: CheckedModel, sizes: dict[str, int],
+              sparse: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> "ParamLayout":
+        """`sparse` maps a table name to the (rows, outcomes) of the entries it has."""
+        sparse = sparse or {}
         tables = []
         offset = row_offset = 0
         for index, factor in enumerate(model.tables()):
             rows = int(np.prod([sizes[s] for s in factor.context_spaces], dtype=np.int64))
             outcomes = int(np.prod([sizes[s] for s in factor.outcome_spaces], dtype=np.int64))
-            tables.append(TableLayout(factor.table, factor.kind, index, offset, row_offset, rows, outcomes,
-                                      factor.context_spaces, factor.outcome_spaces, factor.smoothing, factor.prior))
-            offset += rows * outcomes
+            entry_rows, entry_outcomes = sparse.get(factor.table, (None, None))
+            table = TableLayout(factor.table, factor.kind, index, offset, row_offset, rows, outcomes,
+                                factor.context_spaces, factor.outcome_spaces, factor.smoothing, factor.prior,
+                                None if entry_rows is None else np.asarray(entry_rows, np.int64),
+                                None if entry_outcomes is None else np.asarray(entry_outcomes, np.int64))
+            tables.append(table)
+            offset += table.size
             row_offset += rows
         row_of = np.empty(offset, np.int64)
         for t in tables:
-            row_of[t.entries] = np.tile(np.arange(t.row_offset, t.row_offset + t.rows), t.outcomes)
+            row_of[t.entries] = t.row_offset + t.local_rows()
         return ParamLayout(tables, offset, row_offset, row_of)
 
     def table(self, name: str) -> TableLayout:
@@ -86,11 +121,6 @@ class ParamLayout:
             mask[t.entries] = True
         return mask
 
-    def outcomes_per_row(self) -> np.ndarray:
-        out = np.empty(self.n_rows)
-        for t in self.tables:
-            out[t.row_slice] = t.outcomes
-        return out
 
     def meta(self, model: CheckedModel, args: dict, sizes: dict[str, int]) -> np.ndarray:
         """The meta array the generated code reads (see emc.codegen.layout.meta_names)."""
@@ -143,15 +173,23 @@ class ParamState:
                           self.table_add.copy(), self.scale.copy())
 
 
+def normalize_table(values: np.ndarray, local_rows: np.ndarray, rows: int) -> np.ndarray:
+    """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform)."""
+    total = np.bincount(local_rows, weights=values, minlength=rows)
+    size = np.bincount(local_rows, minlength=rows)
+    empty = total <= 0
+    total[empty] = 1.0
+    out = values / total[local_rows]
+    uniform = empty[local_rows]
+    out[uniform] = 1.0 / size[local_rows[uniform]]
+    return out
+
+
 def normalize_rows(values: np.ndarray, layout: ParamLayout, tables: list[TableLayout]) -> np.ndarray:
     """Each row of the given tables divided by its sum (rows summing to 0 become uniform)."""
     out = values.copy()
     for t in tables:
-        m = t.matrix(out)
-        total = m.sum(axis=0)
-        empty = total <= 0
-        m[:, empty] = 1.0 / t.outcomes
-        m[:, ~empty] /= total[~empty]
+        out[t.entries] = normalize_table(out[t.entries], t.local_rows(), t.rows)
     return out
 
 
@@ -170,8 +208,8 @@ def unknown_outcomes(theta: np.ndarray, layout: ParamLayout, hapax: dict[str, np
     smallest non-zero probability. `hapax[space]` are the hapax ids."""
     out = theta.copy()
     for t in layout.learned():
-        if len(t.outcome_spaces) != 1 or t.outcome_spaces[0] not in hapax:
-            continue
+        if t.sparse or len(t.outcome_spaces) != 1 or t.outcome_spaces[0] not in hapax:
+            continue  # a sparse table's structure gives unseen pairs their weight itself
         ids = hapax[t.outcome_spaces[0]]
         m = t.matrix(out)
         if len(ids):

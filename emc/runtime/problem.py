@@ -52,6 +52,15 @@ class Model:
         return self.data.read(self.checked, path, options, vocabs)
 
 
+class Frozen(dict):
+    """At decode time: the trained vocabulary sizes (a dict, space -> size), and the entries of the
+    trained sparse tables (`sparse`: table -> (rows, outcomes)), which packing must map data onto."""
+
+    def __init__(self, sizes: dict[str, int], sparse: dict[str, tuple[np.ndarray, np.ndarray]]):
+        super().__init__(sizes)
+        self.sparse = sparse
+
+
 @dataclass
 class Problem:
     """A model bound to the examples EM runs on."""
@@ -85,8 +94,9 @@ class Problem:
 
 def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: dict[str, Any],
          trained: dict[str, Any] | None = None) -> Problem:
-    """Pack a corpus for a model; empty examples are left out (`kept` says which remain). At fit
-    time (`trained` None) vocabularies are counted and the
+    """Pack a corpus for a model; empty examples are left out (`kept` says which remain). The
+    structure's `pack` returns its arrays, or (arrays, {table: (rows, outcomes)}) for the sparse
+    tables it wants. At fit time (`trained` None) vocabularies are counted and the
     structure's arguments may be set from the data (a chain's states from a tag dictionary); at
     decode time `trained` holds the fitted run's args, labels and vocabulary sizes, and every id
     the model was not trained on becomes `<unk>` (0)."""
@@ -107,12 +117,14 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     else:
         args, labels, vocab_sizes = trained["args"], trained["labels"], trained["vocab_sizes"]
         _freeze(checked, corpus, views, vocab_sizes)
-    structural = data.pack(checked, corpus, args, labels, options, vocabs, None if trained is None else vocab_sizes)
+    frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}))
+    packed = data.pack(checked, corpus, args, labels, options, vocabs, frozen)
+    structural, sparse = packed if isinstance(packed, tuple) else (packed, {})
     if trained is None:
         vocab_sizes = {name: len(v) for name, v in vocabs.items()}
     sizes = dict(vocab_sizes)
     sizes.update(data.space_sizes(checked, args))
-    layout = ParamLayout.build(checked, sizes)
+    layout = ParamLayout.build(checked, sizes, sparse)
     arrays = dict(structural)
     for attr in token_attributes(checked):
         arrays[token_array_name(attr)] = views[token_array_name(attr)]

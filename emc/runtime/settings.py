@@ -22,6 +22,9 @@ class FitSettings:
     # annealing (Smith & Eisner 2004)
     beta_min: float = 1e-4
     beta_factor: float = 1.2
+    anneal_tolerance: float = 1e-4  # a temperature is done when the objective changes less than this
+    # variational Bayes: the Dirichlet parameter of blocks without `prior dirichlet(a)`
+    vb_alpha: float = 0.1
     # semi-supervised EM (Nigam et al. 2000)
     labeled_weight: float = 1.0
     unlabeled_weight: float = 1.0  # lambda

@@ -16,7 +16,7 @@ from emc.spec.errors import EmcError
 
 
 def transfer_params(saved: SavedRun, problem: Problem) -> ParamState:
-    old_layout = ParamLayout.build(saved.model.checked, _saved_sizes(saved))
+    old_layout = ParamLayout.build(saved.model.checked, _saved_sizes(saved), saved.sparse)
     layout = problem.layout
     theta = problem.fixed_theta.copy()
     for table in layout.learned():
@@ -27,10 +27,17 @@ def transfer_params(saved: SavedRun, problem: Problem) -> ParamState:
         if old.rows > table.rows or old.outcomes > table.outcomes:
             raise EmcError(f"--init {saved.path}: table '{table.name}' is {old.outcomes}x{old.rows} there but "
                            f"{table.outcomes}x{table.rows} here (different structure arguments?)")
-        saved_block = old.matrix(saved.theta)
-        new = table.matrix(theta)
-        new[:] = saved_block.min(initial=1.0)
-        new[:old.outcomes, :old.rows] = saved_block
+        saved_values = saved.theta[old.entries]
+        # match entries by (row, outcome): ids the saved model knows kept their meaning
+        old_keys = old.local_outcomes() * table.rows + old.local_rows()
+        new_keys = table.local_outcomes() * table.rows + table.local_rows()
+        order = np.argsort(old_keys)
+        found = np.searchsorted(old_keys[order], new_keys)
+        found = np.minimum(found, len(order) - 1)
+        known = old_keys[order][found] == new_keys
+        values = np.full(table.size, saved_values.min(initial=1.0))
+        values[known] = saved_values[order][found[known]]
+        theta[table.entries] = values
     return ParamState.plain(normalize_rows(theta, layout, layout.learned()), layout)
 
 

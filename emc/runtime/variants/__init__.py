@@ -10,10 +10,16 @@ and says whether relative-objective convergence applies (`converges`).
 """
 from __future__ import annotations
 
+from emc.runtime.variants.annealed import Annealed, Skewed
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.batch import Batch
+from emc.runtime.variants.hard import Hard
+from emc.runtime.variants.incremental import Incremental
+from emc.runtime.variants.stepwise import Stepwise
+from emc.runtime.variants.vb import VariationalBayes
 
-VARIANTS: dict[str, type[Variant]] = {v.name: v for v in (Batch,)}
+VARIANTS: dict[str, type[Variant]] = {
+    v.name: v for v in (Batch, Incremental, Stepwise, Hard, Annealed, Skewed, VariationalBayes)}
 
 
 def make_variant(name: str, problem, executor, settings) -> Variant:
