@@ -101,8 +101,9 @@ def test_bad_json_lines_name_the_line(tmp_path, model, line, message):
 def test_supervision_needs_labeled_json_documents(tmp_path, model):
     text = tmp_path / "docs.txt"
     text.write_text("a b\n")
+    vocabs: dict = {}
     with pytest.raises(DataError, match="--supervised-field needs JSON lines"):
-        read(model, text, supervised_field="label")
+        bind(model, model.read(str(text), {"supervised_field": "label"}, vocabs), vocabs, {"supervised_field": "label"})
     path = tmp_path / "docs.jsonl"
     path.write_text("{\"text\": \"a b\"}\n")
     vocabs: dict = {}

@@ -48,10 +48,11 @@ class NamedFiles(argparse.Action):
         setattr(namespace, self.dest, files)
 
 
+# The fields describe the file being read, at fit and at decode time alike.
 _FIELD_OPTIONS = [
-    (("--text-field",), {"metavar": "NAME", "default": None, "help": "jsonl: the field holding the text (default: text)"}),
-    (("--gold-field",), {"metavar": "NAME", "default": None,
-                         "help": "jsonl: the field holding the gold class, for evaluation (default: label)"}),
+    (("--text-field",), {"metavar": "NAME", "default": "text", "help": "jsonl: the field holding the text"}),
+    (("--gold-field",), {"metavar": "NAME", "default": "label",
+                         "help": "jsonl: the field holding the gold class, for evaluation"}),
 ]
 FIT_OPTIONS = _FIELD_OPTIONS + [
     (("--supervised-field",), {"metavar": "NAME", "default": None,
@@ -75,8 +76,6 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     if fmt not in FORMATS:
         raise DataError(path, None, f"the label structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     opts = TextOptions.from_options(options)
-    if opts.supervised_field and fmt != "jsonl":
-        raise DataError(path, None, "--supervised-field needs JSON lines (--format jsonl)")
     docs = read_documents(path, fmt, opts)
     d = model.binding.observed["x"]
     vocab = vocabs.setdefault(f"vocab:{d}", Vocabulary())
@@ -110,13 +109,30 @@ def _model_words(docs: Documents, vocab: Vocabulary, opts: TextOptions) -> Token
 
 
 def named_values(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -> dict[str, list[str]]:
-    """{"classes": the label names} when documents are labeled (--supervised-field)."""
+    """{"classes": the label names} when documents are labeled (--supervised-field, --labeled)."""
     field = options.get("supervised_field")
-    if not field:
-        return {}
-    if corpus.labeled_mask is None or not corpus.labeled_mask.any():
+    if field and (options.get("format") or FORMATS[0]) != "jsonl":
+        raise DataError(corpus.path, None, "--supervised-field needs JSON lines (--format jsonl)")
+    if field and (corpus.labeled_mask is None or not corpus.labeled_mask.any()):
         raise DataError(corpus.path, None, f"--supervised-field {field}: no document has a \"{field}\" field")
-    return {"classes": sorted(set(corpus.labeled["classes"][corpus.labeled_mask]))}
+    classes = labeled_classes(corpus)
+    return {} if classes is None else {"classes": sorted(set(classes[corpus.labeled_mask]))}
+
+
+def labeled_classes(corpus: Corpus) -> np.ndarray | None:
+    """The class name of each labeled document (None elsewhere): its supervision field, or for
+    the documents of `emc fit --labeled FILE` their gold label. None when nothing is labeled."""
+    mask = corpus.labeled_mask
+    if mask is None or not mask.any():
+        return None
+    given = corpus.labeled.get("classes")
+    gold = corpus.gold.get("classes")
+    classes = np.full(len(corpus), None, dtype=object)
+    for i in np.flatnonzero(mask):
+        classes[i] = given[i] if given is not None and given[i] is not None else (gold[i] if gold is not None else None)
+        if classes[i] is None:
+            raise DataError(corpus.path, int(corpus.lines[i]), "this labeled document has no label")
+    return classes
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
@@ -134,10 +150,10 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     keys, first, counts = np.unique(document * len(field.vocab) + field.ids, return_index=True, return_counts=True)
     bag_offsets = np.searchsorted(keys // len(field.vocab), np.arange(n + 1))
     arrays = {"bag_offsets": bag_offsets, "bag_token": first, "bag_count": counts, "class_of": np.zeros(0, np.int32)}
-    mask = corpus.labeled_mask
-    if frozen is None and mask is not None and mask.any():
+    classes = labeled_classes(corpus) if frozen is None else None
+    if classes is not None:
         index = {name: k for k, name in enumerate(labels["classes"])}
-        arrays["class_of"] = np.array([index[c] if m else -1 for c, m in zip(corpus.labeled["classes"], mask)], np.int32)
+        arrays["class_of"] = np.array([-1 if c is None else index[c] for c in classes], np.int32)
     return arrays
 
 
