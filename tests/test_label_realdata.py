@@ -1,0 +1,61 @@
+"""Semi-supervised naive Bayes on a slice of 20 Newsgroups (../shared/data/20news): every 2nd
+training document, 2 per class labeled, scored on every 8th test document. EM over labeled +
+unlabeled documents never lowers its objective and classifies the test documents better than
+naive Bayes on the labeled documents alone (Nigam et al. 2000). The full experiment is
+bench/label_20news.py."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from emc.io.readers import read_lines
+from emc.runtime.decode import decode_file
+from emc.runtime.fit import fit
+from emc.runtime.model_dir import save_run
+from emc.runtime.problem import Model, bind
+from emc.runtime.settings import FitSettings
+
+OPTIONS = {"format": "jsonl", "stop_words": 50, "min_count": 5, "supervised_field": "train_label"}
+
+
+def every_nth(path, n):
+    return [json.loads(line) for number, line in read_lines(path) if number % n == 0]
+
+
+@pytest.mark.realdata
+def test_unlabeled_documents_help_few_labeled_ones(shared_data, tmp_path):
+    folder = shared_data / "20news"
+    train = every_nth(folder / "20news-bydate-train.jsonl.gz", 2)
+    labeled_per_class: dict[str, int] = {}
+    for record in train:
+        if labeled_per_class.get(record["label"], 0) < 2:
+            labeled_per_class[record["label"]] = labeled_per_class.get(record["label"], 0) + 1
+            record["train_label"] = record["label"]
+    train_path = tmp_path / "train.jsonl"
+    train_path.write_text("".join(json.dumps(r) + "\n" for r in train))
+    test = every_nth(folder / "20news-bydate-test.jsonl.gz", 8)
+    test_path = tmp_path / "test.jsonl"
+    test_path.write_text("".join(json.dumps(r) + "\n" for r in test))
+
+    model = Model.from_file(ROOT / "specs" / "naive_bayes.em")
+    vocabs: dict = {}
+    problem = bind(model, model.read(str(train_path), OPTIONS, vocabs), vocabs, OPTIONS)
+    assert problem.n_examples == len(train) == 5657 and problem.args["classes"] == 20
+    assert int(problem.corpus.labeled_mask.sum()) == 40
+
+    def test_accuracy(iterations: int) -> float:
+        settings = FitSettings(init="labeled", iterations=iterations, tolerance=0, eval_every=0)
+        result = fit(problem, settings)
+        objectives = [r["objective"] for r in result.history]
+        assert all(b >= a - 1e-9 * abs(a) for a, b in zip(objectives, objectives[1:]))
+        run = tmp_path / f"run{iterations}"
+        save_run(run, problem, result.params, settings, {}, OPTIONS, result.objective, result.metrics, result.history)
+        predicted = list(decode_file(str(run), str(test_path), {"format": "jsonl"}))
+        return float(np.mean([p == r["label"] for p, r in zip(predicted, test)]))
+
+    labeled_only, with_em = test_accuracy(0), test_accuracy(8)
+    assert labeled_only > 0.15, labeled_only
+    assert with_em > labeled_only + 0.05, (labeled_only, with_em)
