@@ -131,3 +131,17 @@ def test_cli_fixed_option(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["fit", str(SPEC), str(data), "--fixed", str(models)])
     assert "write NAME=FILE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algorithm", ["incremental", "stepwise", "hard", "annealed", "vb"])
+def test_every_variant_leaves_the_fixed_models_alone(tmp_path, algorithm):
+    """tests/test_every_variant_on_every_spec.py skips specs with fixed blocks; here they are."""
+    prob = problem(tmp_path, sample_tokens(np.random.default_rng(6), 60, lam=0.4), write_models(tmp_path / "lm.txt"))
+    before = prob.fixed_theta[prob.layout.table("lm").entries].copy()
+    result = fit(prob, FitSettings(algorithm=algorithm, iterations=3, passes=2, tolerance=0, eval_every=0,
+                                   beta_min=0.5, beta_factor=2.0, batch_size=4))
+    assert np.isfinite(result.objective)
+    weights = result.params.weights(prob.layout)
+    np.testing.assert_array_equal(weights[prob.layout.table("lm").entries], before)
+    mix = prob.layout.table("mix").matrix(weights).sum()
+    assert mix == pytest.approx(1.0) if algorithm != "vb" else 0 < mix <= 1.0
