@@ -90,6 +90,7 @@ def test_bags_of_words_pack_distinct_words_with_their_counts(tmp_path, model):
     ("{\"body\": \"a\"}", r"docs.jsonl:2: error: has no \"text\" field"),
     ("{\"text\": 5}", r"docs.jsonl:2: error: has a non-string \"text\" field"),
     ("{\"text\": \"a\", \"label\": [1]}", r"docs.jsonl:2: error: the \"label\" field must be a string or an integer"),
+    ("{\"text\": \"a\", \"label\": \" \"}", r"docs.jsonl:2: error: the \"label\" field must be a non-empty label on one line"),
 ])
 def test_bad_json_lines_name_the_line(tmp_path, model, line, message):
     path = tmp_path / "docs.jsonl"

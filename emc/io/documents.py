@@ -4,7 +4,7 @@ word ids.
 Documented choices (also in `emc fit --help`):
 - `text` format: one document per line. `jsonl` format: one JSON object per line with a string
   field `text` (--text-field) and, optionally, a label (--gold-field, default `label`; a string
-  or an integer), read as the gold class for evaluation; with --supervised-field NAME, the
+  or an integer, trimmed, non-empty and on one line), read as the gold class for evaluation; with --supervised-field NAME, the
   documents carrying field NAME are labeled examples for semi-supervised EM. A blank line is an
   empty document. Either file may be gzipped.
 - Tokenisation (--tokenize): `letters` (the default) lowercases the text and keeps the runs of
@@ -134,7 +134,10 @@ def _label(path: str, number: int, record: dict, name: str | None) -> str | None
     value = record[name]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise DataError(path, number, f"the \"{name}\" field must be a string or an integer, not {json.dumps(value)}")
-    return str(value)
+    label = str(value).strip()
+    if not label or "\n" in label or "\r" in label:
+        raise DataError(path, number, f"the \"{name}\" field must be a non-empty label on one line, not {json.dumps(value)}")
+    return label
 
 
 def frequency_cutoff(counts: np.ndarray, stop_words: int, min_count: int) -> np.ndarray:
