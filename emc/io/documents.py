@@ -3,10 +3,10 @@ word ids.
 
 Documented choices (also in `emc fit --help`):
 - `text` format: one document per line. `jsonl` format: one JSON object per line with a string
-  field `text` (--text-field) and, optionally, a label (--gold-field, default `label`; a string
-  or an integer, trimmed, non-empty and on one line), read as the gold class for evaluation; with --supervised-field NAME, the
-  documents carrying field NAME are labeled examples for semi-supervised EM. A blank line is an
-  empty document. Either file may be gzipped.
+  field `text` (--text-field) and, optionally, a label (--gold-field, default `label`), read as
+  the gold class for evaluation; with --supervised-field NAME, the documents carrying field NAME
+  are labeled examples for semi-supervised EM. A label is a string or an integer, trimmed,
+  non-empty and on one line. A blank line is an empty document. Either file may be gzipped.
 - Tokenisation (--tokenize): `letters` (the default) lowercases the text and keeps the runs of
   letters (Unicode letters; digits, punctuation and `_` separate words), so "Don't panic, 42!"
   gives `don t panic`; `whitespace` keeps the whitespace-separated tokens as written.
