@@ -11,14 +11,9 @@ from emc.runtime.fit import fit
 from emc.runtime.problem import Model
 from emc.runtime.settings import FitSettings
 from helpers_label import jsonl_problem, mixture_documents, write_jsonl
+from test_em_chain import assert_monotone
 
 NAIVE_BAYES = (ROOT / "specs" / "naive_bayes.em").read_text()
-
-
-def assert_monotone(history, rel=1e-9):
-    objectives = [r["objective"] for r in history]
-    for before, after in zip(objectives, objectives[1:]):
-        assert after >= before - rel * abs(before), (before, after)
 
 
 @pytest.fixture(scope="module")
