@@ -6,6 +6,7 @@
     emc decode RUN FILE            the best structure of each example, in the task's format
     emc sample SPEC                data drawn from a random model of the spec
     emc info SPEC [DATA]           what the compiler derived, in words
+    emc plot LOG... -o FILE.png    learning curves of one or more fits
     emc demo                       fit an HMM to data from a known HMM (no download needed)
 """
 from __future__ import annotations
@@ -25,8 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from emc.runtime.job import Interrupted
+
     try:
         return args.handler(args) or 0
+    except Interrupted as err:
+        print(str(err), file=sys.stderr)
+        return 130
     except EmcError as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -54,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _info_parser(sub)
     _demo_parser(sub)
     _dictionary_parser(sub)
+    _plot_parser(sub)
     return parser
 
 
@@ -164,9 +171,14 @@ def _fit_parser(sub) -> None:
     p = sub.add_parser("fit", help="run EM on data", formatter_class=_Formatter, epilog=FIT_EPILOG,
                        description="Fit a model to data with EM and save it to --out (params.npz, vocab.json, "
                                    "run.json, log.jsonl). One line of progress per iteration goes to stderr.")
-    p.add_argument("spec")
-    p.add_argument("data", nargs="?", help="training data (one example per line unless --format says otherwise)")
-    p.add_argument("--out", help="directory to save the model in")
+    p.add_argument("spec", nargs="?")
+    p.add_argument("data", nargs="*", help="training data (one example per line unless --format says otherwise); "
+                                           "several files are read as one corpus")
+    p.add_argument("--out", help="directory to save the model in (a checkpoint is kept there as it runs)")
+    p.add_argument("--resume", metavar="RUN", help="continue a fit that was killed or interrupted, from RUN's "
+                                                  "checkpoint; it ends as the uninterrupted fit would have")
+    p.add_argument("--checkpoint-every", type=float, default=0.0, metavar="SECONDS",
+                   help="write the checkpoint at most this often (0: after every iteration or pass)")
     _data_arguments(p, "fit")
     em = p.add_argument_group("EM")
     em.add_argument("--algorithm", default=d.algorithm, help="which EM (see below)")
@@ -176,14 +188,19 @@ def _fit_parser(sub) -> None:
     em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
     em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1)")
     em.add_argument("--init", default=d.init, metavar="NAME|RUN",
-                    help="initial parameters: random, uniform, labeled (from the labeled examples alone), a "
-                         "structure's own (spantree: random-split), or a saved model's directory")
+                    help="initial parameters: default (the structure's own choice, else random), random, uniform, "
+                         "labeled (from the labeled examples alone), a structure's own (spantree: random-split), "
+                         "or a saved model's directory")
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")
     em.add_argument("--passes", type=int, default=d.passes, help="passes over the data (online algorithms)")
     em.add_argument("--alpha", type=float, default=d.alpha, help="stepwise: step size (k + 2)^-alpha, 0.5 < alpha <= 1")
     em.add_argument("--batch-size", type=int, default=d.batch_size, help="stepwise: examples per mini-batch (m)")
+    em.add_argument("--start-mass", choices=("entry", "row"), default=d.start_mass,
+                    help="stepwise/incremental: what the starting parameters weigh as statistics, one pseudo-count "
+                         "per entry or one per row (the data outweigh the start after one mini-batch); default: "
+                         "the structure's choice (its ONLINE_START_MASS), else entry")
     em.add_argument("--beta-min", type=float, default=d.beta_min, help="annealed/skewed: the first inverse temperature")
     em.add_argument("--beta-factor", type=float, default=d.beta_factor, help="annealed/skewed: beta grows by this factor")
     em.add_argument("--anneal-tolerance", type=float, default=d.anneal_tolerance,
@@ -203,6 +220,9 @@ def _fit_parser(sub) -> None:
                     help="semi-supervised: weight of the labeled examples' counts")
     em.add_argument("--unlabeled-weight", type=float, default=d.unlabeled_weight,
                     help="semi-supervised: weight lambda of the unlabeled examples' counts (Nigam et al. 2000)")
+    em.add_argument("--workers", type=int, metavar="N",
+                    help="run the E-step on a local Dask cluster of N worker processes (pip install 'emc[dask]')")
+    em.add_argument("--scheduler", metavar="ADDRESS", help="run the E-step on an existing Dask cluster")
     em.add_argument("--quiet", action="store_true", help="no progress lines")
     em.add_argument("--log", metavar="FILE.jsonl", help="also write each iteration's record here as it happens")
     _structure_arguments(p)
@@ -237,63 +257,40 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def cmd_fit(args) -> int:
-    import numpy as np
-
-    from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import fit_with_restarts
-    from emc.runtime.params import random_init
-    from emc.runtime.model_dir import save_run
-    from emc.runtime.problem import Model, bind
+    from emc.eval import format_metrics
+    from emc.runtime import job as jobs
     from emc.runtime.settings import FitSettings
 
-    if not args.data:
-        raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
-    overrides = _overrides(args)
-    options = vars(args).copy()
-    from_run = Path(args.init).is_dir()
-    settings = FitSettings(
-        algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
-        seed=args.seed, init="random" if from_run else args.init, init_noise=args.init_noise,
-        threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-        beta_min=args.beta_min, beta_factor=args.beta_factor, anneal_tolerance=args.anneal_tolerance,
-        vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-        restarts=args.restarts, regularizers=_regularizers(args))
-    t0 = time.perf_counter()
-    model = Model.from_file(args.spec, overrides)
-    compiled = time.perf_counter() - t0
-    vocabs: dict = {}
-    init = None
-    if from_run:
-        from emc.runtime.model_dir import load_run
-        saved = load_run(args.init)
-        vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    corpus = model.read(args.data, options, vocabs)
-    if args.labeled:
-        corpus = corpus.concat(model.read(args.labeled, options, vocabs), labeled=True)
-    problem = bind(model, corpus, vocabs, options)
-    settings.regularizers = _resolve_regularizers(settings.regularizers, problem)
-    skipped = problem.skipped
-    if from_run:
-        from emc.runtime.transfer import transfer_params
-        init = transfer_params(saved, problem)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(f"emc: {problem.n_examples} examples from {args.data}" + (f" ({skipped} empty lines skipped)" if skipped else "")
-        + f"; {problem.layout.size} parameters in {len(problem.layout.tables)} tables")
-    executor = LocalExecutor(problem, settings.threads or None)
-    compiled += executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
-    say(f"emc: model {model.name} compiled in {compiled:.1f}s (numba caches it: the next run starts at once)")
+    say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
     observers = [] if args.quiet else [_progress_line]
     if args.log:
         observers.append(_JsonLog(Path(args.log)))
-    result = fit_with_restarts(problem, settings, executor, lambda r: [o(r) for o in observers], init=init)
-    from emc.eval import format_metrics
-
+    observer = lambda record: [o(record) for o in observers]  # noqa: E731
+    progress = _progress_bar if sys.stderr.isatty() and not args.quiet else None
+    if args.resume:
+        prepared, result = jobs.resume(Path(args.resume), observer, say, progress)
+        out = Path(args.resume)
+    else:
+        if not args.spec or not args.data:
+            raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
+                           "(or continue a fit: emc fit --resume RUN)")
+        from_run = Path(args.init).is_dir()
+        settings = FitSettings(
+            algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
+            seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
+            threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
+            start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
+            anneal_tolerance=args.anneal_tolerance,
+            vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
+            restarts=args.restarts, regularizers=_regularizers(args))
+        job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
+                            args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
+        out = Path(args.out) if args.out else None
+        prepared, result = jobs.run(job, out, observer, say, progress=progress)
     summary = format_metrics(result.metrics)
     say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
-    if args.out:
-        save_run(Path(args.out), problem, result.params, settings, overrides, options, result.objective,
-                 result.metrics, result.history)
-        say(f"emc: saved to {args.out}")
+    if out:
+        say(f"emc: saved to {out}")
     return 0
 
 
@@ -331,33 +328,28 @@ def _regularizers(args) -> dict:
     return {name: tuple(v) for name, v in out.items()}
 
 
-def _resolve_regularizers(raw: dict, problem) -> dict:
-    from emc.spec.errors import did_you_mean
-
-    out = {}
-    names = [t.name for t in problem.layout.learned()]
-    for name, (smoothing, prior) in raw.items():
-        if name not in names:
-            raise EmcError(f"--smooth/--prior {name}: no learned block of that name"
-                           + (f"; {did_you_mean(name, names)}" if did_you_mean(name, names) else f" (blocks: {', '.join(names)})"))
-        table = problem.layout.table(name)
-        out[name] = (table.smoothing if smoothing is None else smoothing, table.prior if prior == "keep" else prior)
-    return out
-
-
 class _JsonLog:
     """--log FILE: one JSON object per iteration or pass, appended (and flushed) as it happens."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+        if not path.exists():
+            path.write_text("")
 
     def __call__(self, record: dict) -> None:
         import json
 
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def _progress_bar(done: int, total: int) -> None:
+    """Inside a long pass, on a terminal: a bar that the next progress line overwrites."""
+    width = 30
+    filled = width * done // max(total, 1)
+    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} examples", end="", file=sys.stderr,
+          flush=True)
 
 
 def _progress_line(record: dict) -> None:
@@ -367,7 +359,7 @@ def _progress_line(record: dict) -> None:
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
     metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
-    print(f"{kind} {step:4d}  objective {record['objective']:.8g}  change "
+    print(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "
           f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
           f"{record['examples_per_second']:.0f} ex/s", file=sys.stderr)
 
@@ -385,10 +377,16 @@ def _decode_parser(sub) -> None:
 
 
 def cmd_decode(args) -> int:
-    from emc.runtime.decode import decode_file
+    from emc.eval import format_metrics
+    from emc.runtime.decode import decode
+    from emc.runtime.model_dir import load_run
 
-    for line in decode_file(args.run, args.file, vars(args).copy(), posteriors=args.posteriors):
+    options = {k: v for k, v in vars(args).items() if k not in ("run", "file", "handler", "command", "posteriors")}
+    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors)
+    for line in result.lines:
         sys.stdout.write(line + "\n")
+    if result.metrics:
+        print("emc: " + format_metrics(result.metrics), file=sys.stderr)
     return 0
 
 
@@ -474,6 +472,24 @@ def cmd_dictionary(args) -> int:
     corpora = [model.read(path, options, vocabs) for path in args.data]
     for line in dictionary_lines(corpora, model.checked):
         sys.stdout.write(line + "\n")
+    return 0
+
+
+def _plot_parser(sub) -> None:
+    p = sub.add_parser("plot", help="learning curves from logs", formatter_class=_Formatter,
+                       description="Draw objective and metric against passes and against seconds for one or more "
+                                   "logs (RUN/log.jsonl or --log files), runs overlaid and labelled by their "
+                                   "settings. Needs matplotlib (pip install 'emc[plot]').")
+    p.add_argument("logs", nargs="+")
+    p.add_argument("-o", "--out", required=True, help="the image to write (.png, .pdf, .svg)")
+    p.add_argument("--metric", help="which metric to draw (default: the first one logged)")
+    p.set_defaults(handler=cmd_plot)
+
+
+def cmd_plot(args) -> int:
+    from emc.plot import plot
+
+    print(f"wrote {plot(args.logs, args.out, args.metric)}")
     return 0
 
 

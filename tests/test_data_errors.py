@@ -24,7 +24,7 @@ def fit(tmp_path, content: bytes, capsys, *extra) -> tuple[int, str]:
 def test_empty_lines_and_blank_lines_are_skipped_and_counted(tmp_path, capsys):
     code, err = fit(tmp_path, b"a b c\n\n   \t \nb\tc  a\n", capsys)
     assert code == 0, err
-    assert "2 examples" in err and "2 empty lines skipped" in err
+    assert "2 examples" in err and "2 empty examples skipped" in err
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert all(np.isfinite(r["objective"]) for r in log)
 

@@ -19,6 +19,20 @@ from emc.spec.errors import DataError
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+class Lines(list):
+    """Examples held in memory (the Python API), read like a file called `name`."""
+
+    def __init__(self, lines, name: str = "<memory>"):
+        super().__init__(part.rstrip("\r") for line in lines for part in str(line).split("\n"))
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __fspath__(self) -> str:
+        return self.name
+
+
 def read_bytes(path: str | Path) -> bytes:
     path = Path(path)
     try:
@@ -37,8 +51,12 @@ def read_bytes(path: str | Path) -> bytes:
     return raw
 
 
-def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text without the newline) for every line of a text file."""
+def read_lines(path: str | Path | Lines) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text without the newline) for every line of a text file (or of
+    in-memory Lines)."""
+    if isinstance(path, Lines):
+        yield from enumerate(path, start=1)
+        return
     raw = read_bytes(path)
     try:
         text = raw.decode("utf-8")

@@ -49,7 +49,12 @@ def module_name(model: CheckedModel, source: str) -> str:
 def load_module(model: CheckedModel) -> ModuleType:
     """The generated module for a model, rendered and imported from the cache directory."""
     source = render(model)
-    name = module_name(model, source)
+    return load_source(module_name(model, source), source)
+
+
+def load_source(name: str, source: str) -> ModuleType:
+    """Import generated source under a name (from the cache directory); also how a Dask worker
+    loads the model it was sent."""
     if name in sys.modules:
         return sys.modules[name]
     directory = cache_dir()

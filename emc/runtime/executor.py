@@ -36,6 +36,8 @@ class LocalExecutor:
     """The E-step on this machine: examples are cut into one chunk per thread, each chunk sums
     into its own count buffer, and the buffers are added in chunk order (deterministic)."""
 
+    in_process = True  # the online variants run their compiled passes against this process's data
+
     def __init__(self, problem: Problem, threads: int | None = None):
         self.problem = problem
         self.threads = threads or numba.get_num_threads()

@@ -82,13 +82,16 @@ class Objective:
 
 def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None = None,
         observer: Callable[[dict], None] | None = None, init: ParamState | None = None,
-        state: FitState | None = None, after_step: Callable[[FitState], None] | None = None) -> FitResult:
+        state: FitState | None = None, after_step: Callable[[FitState], None] | None = None,
+        progress: Callable[[int, int], None] | None = None) -> FitResult:
     """Run EM. `init` replaces the random start; `state` resumes a checkpointed fit; `observer`
-    receives one record per iteration or pass; `after_step` (checkpointing) the state after it."""
+    receives one record per iteration or pass; `after_step` (checkpointing) the state after it;
+    `progress(done, total)` is told how far a long pass has got."""
     from emc.runtime.variants import make_variant
 
     executor = executor or LocalExecutor(problem, settings.threads or None)
     variant = make_variant(settings.algorithm, problem, executor, settings)
+    variant.progress = progress
     if state is None:
         rng = np.random.default_rng(settings.seed)
         params = init if init is not None else initial_params(problem, settings, executor, rng)
@@ -104,8 +107,12 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
         state.objective = record["objective"]
         state.step += 1
         change = None if previous is None else (state.objective - previous) / max(abs(previous), 1e-300)
-        record.update({"change": change, "seconds": elapsed, "seconds_total": time.perf_counter() - started,
-                       "examples_per_second": record.get("examples", problem.n_examples) / max(elapsed, 1e-9)})
+        examples = record.pop("examples", problem.n_examples)
+        seen = (state.history[-1]["examples_seen"] if state.history else 0) + examples
+        record.update({"algorithm": settings.algorithm, "label": settings.describe(), "change": change,
+                       "seconds": elapsed,
+                       "seconds_total": time.perf_counter() - started, "examples_seen": seen,
+                       "examples_per_second": examples / max(elapsed, 1e-9)})
         if settings.eval_every and state.step % settings.eval_every == 0 and evaluate.enabled:
             record["metrics"] = evaluate(state.params)
         if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance and variant.converges:
@@ -139,23 +146,43 @@ class Evaluator:
 
 
 def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalExecutor | None = None,
-                      observer: Callable[[dict], None] | None = None, init: ParamState | None = None) -> FitResult:
+                      observer: Callable[[dict], None] | None = None, init: ParamState | None = None,
+                      state: FitState | None = None, after_step: Callable[[FitState], None] | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> FitResult:
     """--restarts N: N fits from seeds seed, seed+1, ...; the best by final training objective
     wins. Every record of every restart is kept (with its `restart` number) in the history. The
-    restarts run one after the other: each E-step already uses every core."""
+    restarts run one after the other: each E-step already uses every core. The best result so far
+    travels in the running state (state.extra["restarts"]), so a checkpoint holds it too."""
     from dataclasses import replace
 
     executor = executor or LocalExecutor(problem, settings.threads or None)
-    best: FitResult | None = None
-    history: list[dict] = []
-    for restart in range(max(1, settings.restarts)):
+    restarts = (state.extra.get("restarts") if state is not None else None) or {"index": 0, "history": []}
+    best_theta = state.extra.get("restart_best_theta") if state is not None else None
+    best = None
+    if best_theta is not None:
+        best = FitResult(ParamState.plain(best_theta, problem.layout), restarts["best_objective"], [],
+                         restarts["best_metrics"])
+    for restart in range(restarts["index"], max(1, settings.restarts)):
         def tagged(record: dict, restart=restart) -> None:
             record["restart"] = restart
             if observer:
                 observer(record)
+
+        def remember(current: FitState, restart=restart) -> None:
+            current.extra["restarts"] = dict(restarts, index=restart)
+            if best is not None:
+                current.extra["restart_best_theta"] = best.params.theta
+            if after_step:
+                after_step(current)
+
+        resumed = state if state is not None and restart == restarts["index"] else None
         result = fit(problem, replace(settings, seed=settings.seed + restart), executor,
-                     tagged if settings.restarts > 1 else observer, init=init)
-        history += result.history
+                     tagged if settings.restarts > 1 else observer, init=init, state=resumed,
+                     after_step=remember if settings.restarts > 1 else after_step, progress=progress)
+        restarts["history"] = restarts["history"] + result.history
         if best is None or result.objective > best.objective:
-            best = result
+            best = FitResult(ParamState.plain(result.params.weights(problem.layout), problem.layout),
+                             result.objective, result.history, result.metrics)
+            restarts.update(best_objective=result.objective, best_metrics=result.metrics)
+    history = restarts["history"] if settings.restarts > 1 else best.history
     return FitResult(best.params, best.objective, history, best.metrics)

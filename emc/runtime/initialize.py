@@ -8,6 +8,8 @@
                non-zero probability
 and any initializer a structure offers in its data module's INITIALIZERS (name -> function of
 (problem, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
+`default` is the structure's DEFAULT_INIT when its data module names one (the CCM starts from
+random-split, as Klein & Manning do), else `random`.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
-GENERIC = ("random", "uniform", "labeled")
+GENERIC = ("default", "random", "uniform", "labeled")
 
 
 def initializer_names(problem: Problem) -> list[str]:
@@ -28,6 +30,8 @@ def initializer_names(problem: Problem) -> list[str]:
 
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:
     name = settings.init
+    if name == "default":
+        name = getattr(problem.model.data, "DEFAULT_INIT", "random")
     layout = problem.layout
     if name == "random":
         return random_init(layout, problem.fixed_theta, rng, settings.init_noise)

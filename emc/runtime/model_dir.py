@@ -58,17 +58,24 @@ def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
 def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
              options: dict[str, Any], objective: float, metrics: dict[str, float], history: list[dict]) -> None:
     run.mkdir(parents=True, exist_ok=True)
-    spec = problem.model.checked.spec
-    atomic_write(run / "spec.em", spec.text)
+    atomic_write(run / "spec.em", problem.model.checked.spec.text)
     save_params(run / "params.npz", params, problem.layout)
     tmp = run / ".vocab.json.tmp"
     save_vocabularies(problem.vocabs, tmp)
     os.replace(tmp, run / "vocab.json")
-    info = {
+    info = run_info(problem, settings, overrides, options, objective, metrics)
+    atomic_write(run / "run.json", json.dumps(info, indent=2))
+    atomic_write(run / "log.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+
+
+def run_info(problem: Problem, settings: FitSettings, overrides: dict[str, Any], options: dict[str, Any],
+             objective: float, metrics: dict[str, float]) -> dict[str, Any]:
+    """What run.json records: enough to decode new data as the training data were read."""
+    return {
         "emc_version": emc.__version__,
         "model": problem.model.name,
         "structure": problem.model.checked.structure.name,
-        "spec_path": spec.path,
+        "spec_path": problem.model.checked.spec.path,
         "overrides": overrides,
         "args": problem.args,
         "labels": problem.labels,
@@ -80,8 +87,6 @@ def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSetti
         "objective": objective,
         "metrics": metrics,
     }
-    atomic_write(run / "run.json", json.dumps(info, indent=2))
-    atomic_write(run / "log.jsonl", "".join(json.dumps(r) + "\n" for r in history))
 
 
 def _jsonable(value: Any) -> bool:
@@ -100,6 +105,16 @@ class SavedRun:
     vocabs: dict[str, Vocabulary]
     theta: np.ndarray
     sparse: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse tables' (rows, outcomes)
+
+    @staticmethod
+    def in_memory(problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
+                  options: dict[str, Any], objective: float, metrics: dict[str, float]) -> "SavedRun":
+        """A fitted model as if saved and loaded (the Python API decodes with it directly)."""
+        layout = problem.layout
+        sparse = {t.name: (t.entry_rows, t.entry_outcomes) for t in layout.tables if t.sparse}
+        info = json.loads(json.dumps(run_info(problem, settings, overrides, options, objective, metrics)))
+        return SavedRun(Path("<memory>"), info, problem.model, {k: v.copy() for k, v in problem.vocabs.items()},
+                        params.weights(layout), sparse)
 
     @property
     def trained(self) -> dict[str, Any]:

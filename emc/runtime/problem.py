@@ -78,6 +78,7 @@ class Problem:
     fixed_theta: np.ndarray = field(repr=False)
     kept: np.ndarray = field(repr=False, default=None)  # indices of the examples kept (empty ones are not)
     read: int = 0  # examples read, empty ones included
+    options: dict[str, Any] = field(default_factory=dict)  # the data options it was packed with
 
     @property
     def skipped(self) -> int:
@@ -131,7 +132,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     ints, bounds = _concatenate([arrays[name] for name in model.module.ARRAYS])
     meta = layout.meta(checked, args, sizes)
     problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size),
-                      kept, original)
+                      kept, original, dict(options))
     problem.fixed_theta = fixed_tables(problem, options)
     return problem
 

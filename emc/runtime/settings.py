@@ -12,13 +12,16 @@ class FitSettings:
     passes: int = 10  # online variants: passes over the data
     tolerance: float = 1e-6  # stop when the relative objective change falls below this (0: never)
     seed: int = 1
-    init: str = "random"  # random | uniform | labeled | a structure's own (random-split); see emc.runtime.initialize
+    init: str = "default"  # default | random | uniform | labeled | a structure's own; see emc.runtime.initialize
     init_noise: float = 1.0  # initial rows proportional to 1 + init_noise * U(0, 1)
     threads: int = 0  # 0: numba's default (all cores)
     eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)
     # online EM (Liang & Klein 2009)
     alpha: float = 0.7  # stepwise step size eta_k = (k + 2) ^ -alpha, 0.5 < alpha <= 1
     batch_size: int = 1  # examples per mini-batch (m)
+    # what the start weighs as online statistics: "entry" (one pseudo-count per entry) or "row" (one
+    # per row); None: the structure's ONLINE_START_MASS, else "entry" (see variants/online_state.py)
+    start_mass: str | None = None
     # annealing (Smith & Eisner 2004)
     beta_min: float = 1e-4
     beta_factor: float = 1.2
@@ -31,6 +34,16 @@ class FitSettings:
     restarts: int = 1
     # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
     regularizers: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """A short label of the algorithm and the settings that matter for it (for plots)."""
+        extra = {
+            "stepwise": f" alpha={self.alpha:g} m={self.batch_size}",
+            "annealed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
+            "skewed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
+            "vb": f" alpha={self.vb_alpha:g}",
+        }.get(self.algorithm, "")
+        return f"{self.algorithm}{extra} seed={self.seed}"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

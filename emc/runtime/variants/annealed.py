@@ -3,10 +3,10 @@ section 5).
 
 The E-step scores every structure by p(x, z)^beta (annealed), or by p(x, z)^beta * p0(x, z)^(1-beta)
 (skewed, p0 from the initial parameters: --init RUN, --init labeled or a structure's initializer).
-Both factor over parts, so they are ordinary E-steps on transformed weights. At each beta, EM runs
-until the objective log sum_z (score) changes by less than --anneal-tolerance relative (or for
---iterations iterations); then beta grows by --beta-factor, up to 1, where EM runs to convergence.
-With beta = 1 both are plain EM.
+Both factor over parts, so they are ordinary E-steps on transformed weights. At each beta below 1,
+EM runs until the objective log sum_z (score) changes by less than --anneal-tolerance relative (or
+for --iterations iterations); then beta grows by --beta-factor, up to 1, where EM runs to
+convergence as plain EM does (--tolerance, --iterations). With beta = 1 both are plain EM.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ class Annealed(Variant):
         previous = state.extra["stage_objective"]
         state.extra["stage_iterations"] += 1
         state.extra["stage_objective"] = objective
-        stage_done = (previous is not None and abs(objective - previous) <= self.settings.anneal_tolerance * abs(previous)) \
+        tolerance = self.settings.tolerance if beta >= 1.0 else self.settings.anneal_tolerance
+        stage_done = (previous is not None and abs(objective - previous) <= tolerance * abs(previous)) \
             or state.extra["stage_iterations"] >= self.settings.iterations
         if stage_done:
             if beta >= 1.0:

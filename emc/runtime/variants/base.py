@@ -18,6 +18,8 @@ class Variant:
     converges = True  # relative-objective convergence applies
 
     def __init__(self, problem: Problem, executor: LocalExecutor, settings: FitSettings):
+        # progress(done, total) inside a long pass (online variants report it per slice)
+        self.progress = None
         self.problem = problem
         self.executor = executor
         self.settings = settings
@@ -41,3 +43,13 @@ class Variant:
 
     def final_objective(self, state: FitState) -> float:
         return self.full_estep(state.params)[1]
+
+    def slices(self, order: np.ndarray, multiple: int = 1):
+        """The examples of a pass in about 50 slices (a multiple of `multiple` long), reporting
+        progress after each; the kernels run slice by slice with identical results."""
+        n = len(order)
+        size = max(multiple, (n // 50) // multiple * multiple)
+        for start in range(0, n, size):
+            yield start, order[start:start + size]
+            if self.progress:
+                self.progress(min(start + size, n), n)

@@ -12,7 +12,8 @@ import numpy as np
 from emc.runtime.fit import FitState, check_log_z
 from emc.runtime.online import incremental_pass
 from emc.runtime.variants.base import Variant
-from emc.runtime.variants.online_state import additive_smoothing, count_buffer, statistics_state
+from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
+from emc.spec.errors import EmcError
 
 
 class Incremental(Variant):
@@ -21,9 +22,12 @@ class Incremental(Variant):
     converges = False
 
     def start(self, state: FitState) -> None:
+        if not self.executor.in_process:
+            raise EmcError("incremental EM keeps every example's statistics in this process: run it without "
+                           "--workers/--scheduler (stepwise EM runs on a cluster)")
         layout = self.problem.layout
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
-        state.params = statistics_state(state.params, layout, smoothing)
+        state.params = statistics_state(state.params, layout, smoothing, start_mass(self.problem, self.settings))
         n = self.problem.n_examples
         state.extra.update(
             pseudo_counts=state.params.theta.copy(),
@@ -38,13 +42,17 @@ class Incremental(Variant):
         p = self.problem
         x = state.extra
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        log_z = np.empty(len(order))
         module = p.model.module
-        total, x["pool_index"], x["pool_value"] = incremental_pass(
-            module.prepare, module.estep_example, order, self.weights, p.ints, p.array_bounds, p.meta,
-            state.params.abi(), p.layout.row_of, count_buffer(p.layout), log_z, x["pool_index"], x["pool_value"],
-            x["slot_start"], x["slot_length"], x["slot_capacity"])
-        check_log_z(p, order, log_z)
+        buffer = count_buffer(p.layout)
+        total = 0.0
+        for _, part in self.slices(order):
+            log_z = np.empty(len(part))
+            done, x["pool_index"], x["pool_value"] = incremental_pass(
+                module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
+                state.params.abi(), p.layout.row_of, buffer, log_z, x["pool_index"], x["pool_value"],
+                x["slot_start"], x["slot_length"], x["slot_capacity"])
+            check_log_z(p, part, log_z)
+            total += done
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)

@@ -27,18 +27,35 @@ def additive_smoothing(layout: ParamLayout, regularizers: dict, algorithm: str) 
     return out
 
 
-def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndarray) -> ParamState:
+START_MASSES = ("entry", "row")
+
+
+def start_mass(problem, settings) -> str:
+    """--start-mass, else the structure's own choice (its data module's ONLINE_START_MASS), else
+    "entry"."""
+    mass = settings.start_mass or getattr(problem.model.data, "ONLINE_START_MASS", "entry")
+    if mass not in START_MASSES:
+        raise EmcError(f"--start-mass {mass}: choose {' or '.join(START_MASSES)}")
+    return mass
+
+
+def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndarray,
+                     mass: str = "entry") -> ParamState:
     """The online variants' starting statistics: the current parameters as pseudo-counts, one per
-    entry on average (a row of n outcomes holds n; for the default start each entry is then about
-    1 + U(0, 1), up to a constant). The mass matters: it decides how many mini-batches pass before
-    the data outweigh the start, and with one pseudo-count per row the first sentence alone would
-    decide every state (stepwise EM on CoNLL-2000 loses 4 points of many-to-one accuracy)."""
+    entry on average with mass "entry" (a row of n outcomes holds n; for the default start each
+    entry is then about 1 + U(0, 1), up to a constant), one per row with mass "row". The mass
+    decides how many mini-batches pass before the data outweigh the start. With one pseudo-count
+    per row the first sentence alone would decide every state (stepwise EM on CoNLL-2000 loses 4
+    points of many-to-one accuracy); with one per entry a single row over a vocabulary derived from
+    the data outweighs passes of it (word segmentation's 175,000 substrings: stepwise EM with
+    m = 1000 at 69% token F1 after 2 passes instead of 83%)."""
     theta = params.weights(layout)
     row_add_den = np.zeros(layout.n_rows)
     row_total = np.ones(layout.n_rows)
     for t in layout.learned():
         sizes = t.row_sizes()
-        theta[t.entries] *= sizes[t.local_rows()]
+        if mass == "entry":
+            theta[t.entries] *= sizes[t.local_rows()]
         row_add_den[t.row_slice] = smoothing[t.index] * sizes
         row_total[t.row_slice] = t.row_sums(theta)
     return ParamState(theta, row_total, row_add_den, smoothing.copy(), np.ones(1))

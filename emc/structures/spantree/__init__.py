@@ -1,13 +1,16 @@
-"""spantree(x): a binary bracketing of the sentence; every span is a constituent or a distituent.
+"""spantree(x, empty=no): a binary bracketing of the sentence; every span is a constituent or a distituent.
 
-Parts are spans (i, j) of the sentence, scored whether in the tree or out of it (the constituent-
-context model of Klein & Manning 2002). `t.yield` is the symbol sequence x[i:j], `t.context` the
-pair of symbols either side (with boundary symbols), `t.constituent` whether the span is in the
-tree, `t.length` its length. P(tree) is uniform over binary bracketings.
+Parts are spans (i, j) of the sentence, scored whether in the tree or out of it (the
+constituent-context model of Klein & Manning 2002). `t.yield` is the symbol sequence x[i:j],
+`t.context` the pair of symbols either side (with boundary symbols), `t.constituent` whether the
+span is in the tree, `t.length` its length. P(tree) is uniform over binary bracketings. Every
+non-empty span is scored: single symbols and the whole sentence are constituents of every
+bracketing, the others either; with empty=yes the empty spans (i, i) are scored too, always as
+distituents (empty yield, length 0).
 """
 from __future__ import annotations
 
-from emc.structures.base import Attribute, Binding, Slot, Structure
+from emc.structures.base import ArgSpec, Attribute, Binding, Slot, Structure
 
 SPAN = "span"
 
@@ -29,11 +32,11 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
 SPANTREE = Structure(
     name="spantree",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
-    signature="spantree(x)",
+    signature="spantree(x, empty=no)",
     observed_roles=("x",),
     uses_from=False,
     input_kinds=("tokens",),
-    args=(),
+    args=(ArgSpec("empty", "bool", False, "also score the empty spans (i, i), always as distituents"),),
     slots=(Slot(SPAN, "per span (i, j), in or out of the tree"),),
     attributes=_attributes,
     slot_rule=_slot_rule,

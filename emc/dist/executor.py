@@ -1,0 +1,217 @@
+"""The E-step on a Dask cluster (an optional extra: pip install 'emc[dask]').
+
+The examples are cut into one shard per worker (contiguous, balanced by length) and each shard is
+packed on the client exactly as the whole corpus is (same vocabularies, same parameter layout and
+meta) and scattered to its worker once. Per E-step the client scatters the parameters to every
+worker (one broadcast), each worker runs the compiled model on its shard (the generated source is
+sent once and loaded through numba's cache, so a worker compiles at most once), and the
+expected-count arrays are added pairwise on the workers (a reduction tree) before the client
+gathers the sum. The M-step stays on the client.
+
+Faults: a task that fails is retried by Dask; a worker that dies takes its shard with it, so the
+client (which keeps every shard) scatters the lost shards to the surviving workers and runs the
+E-step again. A fit therefore never loses an iteration to a dead worker.
+"""
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from emc.codegen.render import render
+from emc.runtime.compiled import load_source, module_name
+from emc.runtime.executor import EStepResult, chunk_bounds
+from emc.runtime.params import ParamState
+from emc.runtime.problem import Problem, bind
+from emc.spec.errors import EmcError
+from emc.structures.semiring import SUM
+
+ATTEMPTS = 4
+
+
+@dataclass
+class Shard:
+    """One worker's examples, packed: what the generated code reads."""
+
+    ints: np.ndarray
+    array_bounds: np.ndarray
+    meta: np.ndarray
+    lengths: np.ndarray
+    decoded_lengths: np.ndarray
+
+
+def _shard_estep(shard: Shard, name: str, source: str, params: tuple, semiring: int, local: np.ndarray,
+                 weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from emc.runtime.kernels import batch_estep
+
+    module = load_source(name, source)
+    counts = np.zeros((1, params[0].shape[0]))
+    log_z = np.empty(len(local))
+    bounds = np.array([0, len(local)], np.int64)
+    batch_estep(module.estep_example, local, bounds, weights, shard.ints, shard.array_bounds, shard.meta, params,
+                module.prepare(shard.meta, params), semiring, counts, log_z)
+    return counts[0], log_z
+
+
+def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from emc.runtime.kernels import batch_decode
+
+    module = load_source(name, source)
+    offsets = np.concatenate([[0], np.cumsum(shard.decoded_lengths[local])]).astype(np.int64)
+    out = np.zeros(offsets[-1], np.int32)
+    scores = np.empty(len(local))
+    batch_decode(module.decode_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, params,
+                 module.prepare(shard.meta, params), out, scores)
+    return out, offsets, scores
+
+
+def _counts_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return result[0]
+
+
+def _log_z_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return result[1]
+
+
+class DaskExecutor:
+    """Runs E-steps and decoding on a Dask cluster; see the module docstring."""
+
+    in_process = False
+
+    def __init__(self, problem: Problem, client, shards: int | None = None):
+        self.problem = problem
+        self.client = client
+        self.threads = 1
+        self.source = render(problem.model.checked)
+        self.name = module_name(problem.model.checked, self.source)
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise EmcError("the Dask cluster has no workers")
+        count = shards or len(workers)
+        self.bounds = chunk_bounds(problem.corpus.lengths(), count)
+        self.shard_of = np.repeat(np.arange(len(self.bounds) - 1), np.diff(self.bounds))
+        self.shards = [self._pack(lo, hi) for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
+        self.data = [None] * len(self.shards)
+        for s in range(len(self.shards)):
+            self._scatter(s, [workers[s % len(workers)]])
+        self.before_gather = None  # tests kill a worker here
+        self.bytes_moved = 0
+
+    def _pack(self, lo: int, hi: int) -> Shard:
+        p = self.problem
+        layout = p.layout
+        trained = {"args": p.args, "labels": p.labels, "vocab_sizes": {k: len(v) for k, v in p.vocabs.items()},
+                   "sparse": {t.name: (t.entry_rows, t.entry_outcomes) for t in layout.tables if t.sparse}}
+        vocabs = {k: v.copy() for k, v in p.vocabs.items()}
+        part = bind(p.model, p.corpus.subset(np.arange(lo, hi)), vocabs, p.options, trained=trained)
+        if part.layout.size != layout.size or not np.array_equal(part.meta, p.meta):
+            raise EmcError("internal error: a shard packed differently from the whole corpus")
+        decoded = p.model.data.decoded_length(part.corpus, p.model.checked)
+        return Shard(part.ints, part.array_bounds, part.meta, part.corpus.lengths(), np.asarray(decoded, np.int64))
+
+    def _scatter(self, s: int, workers=None) -> None:
+        self.data[s] = self.client.scatter(self.shards[s], workers=workers, broadcast=False, hash=False)
+
+    def _alive_workers(self) -> list[str]:
+        return sorted(self.client.scheduler_info()["workers"])
+
+    def _recover(self) -> None:
+        """Re-send every shard whose data did not survive to a live worker."""
+        workers = self._alive_workers()
+        for s, future in enumerate(self.data):
+            if future.status != "finished":
+                self._scatter(s, [workers[s % len(workers)]])
+
+    def _split(self, examples: np.ndarray):
+        examples = np.asarray(examples, np.int64)
+        shard = self.shard_of[examples]
+        for s in np.unique(shard):
+            positions = np.flatnonzero(shard == s)
+            yield int(s), positions, examples[positions] - self.bounds[s]
+
+    def prepare(self, params: ParamState) -> np.ndarray:
+        return self.problem.model.module.prepare(self.problem.meta, params.abi())
+
+    def warm_up(self, params: ParamState) -> float:
+        t0 = time.perf_counter()
+        self.estep(params, self.bounds[:-1][np.diff(self.bounds) > 0], SUM, np.ones(int((np.diff(self.bounds) > 0).sum())))
+        return time.perf_counter() - t0
+
+    def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
+        weights = np.asarray(weights, np.float64)
+        for attempt in range(ATTEMPTS):
+            try:
+                return self._estep(params, examples, semiring, weights)
+            except Exception as err:  # a dead worker surfaces as one of several Dask exceptions
+                if attempt == ATTEMPTS - 1:
+                    raise EmcError(f"the E-step failed on the Dask cluster {ATTEMPTS} times: {err}") from err
+                self._recover()
+        raise AssertionError("unreachable")
+
+    def _estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
+        abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
+        parts, positions = [], []
+        for s, where, local in self._split(examples):
+            parts.append(self.client.submit(_shard_estep, self.data[s], self.name, self.source, abi, semiring, local,
+                                            weights[where], retries=2, pure=False))
+            positions.append(where)
+        if self.before_gather:
+            self.before_gather(self)
+        counts = [self.client.submit(_counts_of, part, pure=False) for part in parts]
+        while len(counts) > 1:  # add pairwise on the workers: a reduction tree
+            pairs = [self.client.submit(operator.add, a, b, pure=False) for a, b in zip(counts[::2], counts[1::2])]
+            counts = pairs + ([counts[-1]] if len(counts) % 2 else [])
+        total = counts[0].result()
+        log_z = np.empty(len(examples))
+        for where, values in zip(positions, self.client.gather([self.client.submit(_log_z_of, p, pure=False)
+                                                                 for p in parts])):
+            log_z[where] = values
+        size = params.theta.nbytes + params.row_total.nbytes
+        self.bytes_moved = size * len(self._alive_workers()) + total.nbytes * len(parts)
+        return EStepResult(total, log_z)
+
+    def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        for attempt in range(ATTEMPTS):
+            try:
+                return self._decode(params, examples)
+            except Exception as err:
+                if attempt == ATTEMPTS - 1:
+                    raise EmcError(f"decoding failed on the Dask cluster {ATTEMPTS} times: {err}") from err
+                self._recover()
+        raise AssertionError("unreachable")
+
+    def _decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
+        jobs = [(where, self.client.submit(_shard_decode, self.data[s], self.name, self.source, abi, local,
+                                           retries=2, pure=False))
+                for s, where, local in self._split(examples)]
+        decoded: list[np.ndarray] = [None] * len(examples)
+        scores = np.empty(len(examples))
+        for where, (out, offsets, part_scores) in zip([w for w, _ in jobs], self.client.gather([f for _, f in jobs])):
+            for q, position in enumerate(where):
+                decoded[position] = out[offsets[q]:offsets[q + 1]]
+            scores[where] = part_scores
+        return decoded, scores
+
+
+def connect(workers: int | None = None, scheduler: str | None = None):
+    """A client: to an existing scheduler, or to a LocalCluster of `workers` single-threaded
+    processes on this machine."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise EmcError("--workers / --scheduler need Dask: pip install 'emc[dask]'") from None
+    if scheduler:
+        return Client(scheduler)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return Client(cluster)  # client.cluster is this cluster: disconnect() closes both
+
+
+def disconnect(client) -> None:
+    """Close a client, and the LocalCluster behind it when `connect` started one."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()

@@ -1,0 +1,85 @@
+"""Checkpoints: the whole state of a fit in one file, written atomically after each iteration or
+pass, so `emc fit --resume RUN` continues after a kill (even SIGKILL) and ends with exactly the
+parameters an uninterrupted run ends with.
+
+RUN/checkpoint.npz holds the parameter state, the random generator's state, the variant's own
+state (annealing temperature, stepwise update count, incremental statistics, ...) and, as JSON,
+the job (emc/runtime/job.py: the spec text, its overrides, the data and the settings), everything
+needed to rebuild the problem. It is written to a temporary name and renamed, so it is whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emc.runtime.fit import FitState
+from emc.runtime.params import ParamState
+from emc.spec.errors import EmcError
+
+NAME = "checkpoint.npz"
+PARAM_FIELDS = ("theta", "row_total", "row_add_den", "table_add", "scale")
+
+
+def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
+    arrays: dict[str, np.ndarray] = {f"params/{k}": v for k, v in zip(PARAM_FIELDS, state.params.abi())}
+    scalars: dict[str, Any] = {}
+    for key, value in state.extra.items():
+        if isinstance(value, np.ndarray):
+            arrays[f"extra/{key}"] = value
+        else:
+            scalars[key] = value
+    meta = {
+        "job": job,
+        "step": state.step,
+        "objective": state.objective,
+        "converged": state.converged,
+        "history": state.history,
+        "rng": state.rng.bit_generator.state,
+        "extra": scalars,
+        "saved_at": time.time(),
+    }
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
+    run.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=run, prefix=".checkpoint.", suffix=".npz")
+    with os.fdopen(fd, "wb") as f:
+        np.savez(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, run / NAME)
+
+
+def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
+    path = run / NAME
+    if not path.exists():
+        raise EmcError(f"{run}: no checkpoint to resume from ({NAME} is written by `emc fit --out {run}`)")
+    with np.load(path) as npz:
+        meta = json.loads(bytes(npz["meta"]).decode("utf-8"))
+        params = ParamState(*(npz[f"params/{k}"].copy() for k in PARAM_FIELDS))
+        extra = {k[len("extra/"):]: npz[k].copy() for k in npz.files if k.startswith("extra/")}
+    extra.update(meta["extra"])
+    rng = np.random.default_rng()
+    rng.bit_generator.state = meta["rng"]
+    state = FitState(params=params, rng=rng, step=meta["step"], objective=meta["objective"],
+                     converged=meta["converged"], history=meta["history"], extra=extra)
+    return meta["job"], state
+
+
+class Checkpointer:
+    """Saves the state after a step, at most every `seconds` (0: after every step)."""
+
+    def __init__(self, run: Path, job: dict[str, Any], seconds: float = 0.0):
+        self.run, self.job, self.seconds = run, job, seconds
+        self.last = 0.0
+
+    def __call__(self, state: FitState) -> None:
+        now = time.monotonic()
+        if self.seconds and now - self.last < self.seconds:
+            return
+        save_checkpoint(self.run, state, self.job)
+        self.last = now

@@ -1,0 +1,133 @@
+"""The language's meaning, written independently of the code generator: every latent structure of
+an example as its parts, each part as the ids of its attributes, and a factor's firing as the
+mixed-radix (row, outcome) of its attributes. check_against_enumeration then compares any spec's
+generated E-step and decoder with this brute force (tests/test_properties.py)."""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import numpy as np
+
+from emc.io.views import apply_views
+from emc.runtime.problem import Problem
+
+Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
+
+
+def token_ids(problem: Problem, observed: str, example: int, base_path: str) -> list[dict[str, int]]:
+    """For each token of an observed variable, the id of every token attribute the model reads
+    (the token itself and its views), keyed by the attribute text with `base_path` as its base."""
+    field = problem.corpus.fields[observed]
+    words = field.tokens(example)
+    out = [dict() for _ in words]
+    for factor in problem.model.checked.factors:
+        for attr in factor.outcome + factor.context:
+            if attr.attribute.tokens_of != observed or not attr.text.startswith(base_path):
+                continue
+            vocab = problem.vocabs[attr.space]
+            for t, word in enumerate(words):
+                out[t][attr.text] = vocab.index[apply_views(word, attr.views)] if attr.views else int(field.example(example)[t])
+    return out
+
+
+def firings(problem: Problem, parts: list[Part]) -> list:
+    """The (table, row, outcome) of every factor on every part (a weight's row is 0)."""
+    out = []
+    sizes = problem.sizes
+    for slot, values in parts:
+        for factor in problem.model.checked.factors:
+            if factor.slot != slot:
+                continue
+            row = 0
+            for attr, space in zip(factor.context, factor.context_spaces):
+                row = row * sizes[space] + values[attr.text]
+            outcome = 0
+            for attr, space in zip(factor.outcome, factor.outcome_spaces):
+                outcome = outcome * sizes[space] + values[attr.text]
+            out.append((factor.table, row, outcome))
+    return out
+
+
+def chain_structures(problem: Problem, example: int):
+    b = problem.model.checked.binding
+    z, x = b.latent, b.observed["x"]
+    K, stop = problem.args["states"], problem.args["stop"]
+    tokens = token_ids(problem, x, example, x)
+    n = len(tokens)
+    for path in itertools.product(range(K), repeat=n):
+        parts: list[Part] = []
+        history = [K, K]
+        for t in range(n):
+            parts.append(("emission", dict(tokens[t], **{z: path[t]})))
+            parts.append(("transition", {z: path[t], f"{z}.prev": history[-1], f"{z}.prev2": history[-2]}))
+            history.append(path[t])
+        if stop:
+            parts.append(("transition", {z: K, f"{z}.prev": history[-1], f"{z}.prev2": history[-2]}))
+        yield firings(problem, parts), tuple(path)
+
+
+def segmentation_structures(problem: Problem, example: int):
+    b = problem.model.checked.binding
+    s, x = b.latent, b.observed["x"]
+    symbols = problem.corpus.fields[x].tokens(example)
+    maxlen = problem.args["maxlen"]
+    words = problem.vocabs["substrings"]
+    n = len(symbols)
+    for cuts in itertools.product((0, 1), repeat=n - 1):
+        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [n]
+        segments = list(zip(bounds[:-1], bounds[1:]))
+        if any(j - i > maxlen for i, j in segments):
+            continue
+        parts = [("segment", {f"{s}.word": words.index["".join(symbols[i:j])], f"{s}.length": j - i})
+                 for i, j in segments]
+        yield firings(problem, parts), tuple(bounds)
+
+
+def binary_trees(i: int, j: int):
+    """Every binary bracketing of [i, j) as its set of constituent spans."""
+    if j - i == 1:
+        yield frozenset({(i, j)})
+        return
+    for k in range(i + 1, j):
+        for left in binary_trees(i, k):
+            for right in binary_trees(k, j):
+                yield left | right | {(i, j)}
+
+
+def spantree_structures(problem: Problem, example: int):
+    b = problem.model.checked.binding
+    t, x = b.latent, b.observed["x"]
+    symbols = problem.corpus.fields[x].tokens(example)
+    n = len(symbols)
+    padded = ["<s>"] + symbols + ["</s>"]
+    spans = [(i, j) for i in range(n) for j in range(i + 1, n + 1)]
+    if problem.args.get("empty"):
+        spans += [(i, i) for i in range(n + 1)]
+    yields, contexts, lengths = problem.vocabs["yields"], problem.vocabs["contexts"], problem.vocabs["length"]
+    for tree in binary_trees(0, n):
+        parts = [("span", {f"{t}.yield": yields.index[" ".join(symbols[i:j])],
+                           f"{t}.context": contexts.index[f"{padded[i]} {padded[j + 1]}"],
+                           f"{t}.length": lengths.index[str(j - i)],
+                           f"{t}.constituent": int((i, j) in tree)}) for i, j in spans]
+        yield firings(problem, parts), tree
+
+
+ENUMERATORS: dict[str, Callable] = {
+    "chain": chain_structures,
+    "segmentation": segmentation_structures,
+    "spantree": spantree_structures,
+}
+
+
+def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
+    """The decoder's output in the form the enumerators give structures."""
+    name = problem.model.checked.structure.name
+    if name == "chain":
+        return tuple(int(s) for s in decoded)
+    if name == "segmentation":  # per symbol, the length of the word starting there (0 inside a word)
+        return tuple(int(i) for i in np.flatnonzero(decoded)) + (len(decoded),)
+    if name == "spantree":  # a 0/1 flag per non-empty span
+        n = int(problem.corpus.lengths()[example])
+        return frozenset(problem.model.data.decoded_spans(decoded, n) | {(i, i + 1) for i in range(n)} | {(0, n)})
+    raise KeyError(name)
