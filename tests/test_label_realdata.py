@@ -10,13 +10,9 @@ import json
 import numpy as np
 import pytest
 
+import emc
 from conftest import ROOT
 from emc.io.readers import read_lines
-from emc.runtime.decode import decode_file
-from emc.runtime.fit import fit
-from emc.runtime.model_dir import save_run
-from emc.runtime.problem import Model, bind
-from emc.runtime.settings import FitSettings
 from test_em_chain import assert_monotone
 
 OPTIONS = {"format": "jsonl", "stop_words": 50, "min_count": 5, "supervised_field": "train_label"}
@@ -27,7 +23,7 @@ def every_nth(path, n):
 
 
 @pytest.mark.realdata
-def test_unlabeled_documents_help_few_labeled_ones(shared_data, tmp_path):
+def test_unlabeled_documents_help_few_labeled_ones(shared_data):
     folder = shared_data / "20news"
     train = every_nth(folder / "20news-bydate-train.jsonl.gz", 2)
     labeled_per_class: dict[str, int] = {}
@@ -35,25 +31,17 @@ def test_unlabeled_documents_help_few_labeled_ones(shared_data, tmp_path):
         if labeled_per_class.get(record["label"], 0) < 2:
             labeled_per_class[record["label"]] = labeled_per_class.get(record["label"], 0) + 1
             record["train_label"] = record["label"]
-    train_path = tmp_path / "train.jsonl"
-    train_path.write_text("".join(json.dumps(r) + "\n" for r in train))
     test = every_nth(folder / "20news-bydate-test.jsonl.gz", 8)
-    test_path = tmp_path / "test.jsonl"
-    test_path.write_text("".join(json.dumps(r) + "\n" for r in test))
-
-    model = Model.from_file(ROOT / "specs" / "naive_bayes.em")
-    vocabs: dict = {}
-    problem = bind(model, model.read(str(train_path), OPTIONS, vocabs), vocabs, OPTIONS)
+    model = emc.load(ROOT / "specs" / "naive_bayes.em")
+    problem = model.problem([json.dumps(r) for r in train], **OPTIONS)
     assert problem.n_examples == len(train) == 5657 and problem.args["classes"] == 20
     assert int(problem.corpus.labeled_mask.sum()) == 40
 
     def test_accuracy(iterations: int) -> float:
-        settings = FitSettings(init="labeled", iterations=iterations, tolerance=0, eval_every=0)
-        result = fit(problem, settings)
-        assert_monotone(result.history)
-        run = tmp_path / f"run{iterations}"
-        save_run(run, problem, result.params, settings, {}, OPTIONS, result.objective, result.metrics, result.history)
-        predicted = list(decode_file(str(run), str(test_path), {"format": "jsonl"}))
+        fitted = model.fit([json.dumps(r) for r in train], init="labeled", iterations=iterations, tolerance=0,
+                           eval_every=0, **OPTIONS)
+        assert_monotone(fitted.history)
+        predicted = fitted.decode([json.dumps(r) for r in test], format="jsonl")
         return float(np.mean([p == r["label"] for p, r in zip(predicted, test)]))
 
     labeled_only, with_em = test_accuracy(0), test_accuracy(8)
