@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install generated bench clean
+.PHONY: demo test install generated bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,3 +30,9 @@ bench: $(BIN)/python
 
 clean:
 	rm -rf $(VENV) build *.egg-info runs
+
+# Rewrite the reference section of docs/writing-models.md from the registry (a test checks it).
+docs: install
+	$(BIN)/python -c "import re, pathlib; from emc.structures.catalog import catalog_markdown as c; \
+	p = pathlib.Path('docs/writing-models.md'); t = p.read_text(); \
+	p.write_text(re.sub(r'(<!-- begin reference[^\n]*\n).*?(<!-- end reference -->)', lambda m: m.group(1) + c() + '\n' + m.group(2), t, flags=re.S))"

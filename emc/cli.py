@@ -7,6 +7,7 @@
     emc sample SPEC                data drawn from a random model of the spec
     emc info SPEC [DATA]           what the compiler derived, in words
     emc plot LOG... -o FILE.png    learning curves of one or more fits
+    emc structures                 the structures and the attributes a spec may name
     emc demo                       fit an HMM to data from a known HMM (no download needed)
 """
 from __future__ import annotations
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo_parser(sub)
     _dictionary_parser(sub)
     _plot_parser(sub)
+    _structures_parser(sub)
     return parser
 
 
@@ -472,6 +474,20 @@ def cmd_dictionary(args) -> int:
     corpora = [model.read(path, options, vocabs) for path in args.data]
     for line in dictionary_lines(corpora, model.checked):
         sys.stdout.write(line + "\n")
+    return 0
+
+
+def _structures_parser(sub) -> None:
+    p = sub.add_parser("structures", help="the structures and their attributes", formatter_class=_Formatter,
+                       description="Print every structure a spec may use: its arguments, the attributes of its parts "
+                                   "(what blocks may name) and its slots (Markdown, from the code's own registry).")
+    p.set_defaults(handler=cmd_structures)
+
+
+def cmd_structures(args) -> int:
+    from emc.structures.catalog import catalog_markdown
+
+    print(catalog_markdown())
     return 0
 
 

@@ -257,7 +257,7 @@ class _Checker:
                 self.error(arg.pos, f"argument '{arg.name}' is given twice")
                 ok = False
                 continue
-            value, problem = _coerce(spec, arg.value)
+            value, problem = coerce_arg(spec, arg.value)
             if problem:
                 self.error(arg.value_pos, f"{structure.name} argument {arg.name}: {problem}", f"{arg.name} must be {spec.describe()}")
                 ok = False
@@ -265,7 +265,7 @@ class _Checker:
             values[arg.name] = value
         for spec in structure.args:
             if spec.name in self.overrides:
-                value, problem = _coerce(spec, self.overrides.pop(spec.name))
+                value, problem = coerce_arg(spec, self.overrides.pop(spec.name))
                 if problem:
                     raise EmcError(f"--set {spec.name}: {problem}; {spec.name} must be {spec.describe()}")
                 values[spec.name] = value
@@ -584,7 +584,7 @@ def evaluate_weight(expr: ir.Expr, values: dict[str, float]) -> float:
     return value
 
 
-def _coerce(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
+def coerce_arg(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
     """A structure argument's value as its kind, or a problem saying why it is not one."""
     if spec.kind == "bool":
         if isinstance(raw, bool):

@@ -104,6 +104,7 @@ class Structure:
     name: str
     help: str
     signature: str  # how it is written, e.g. "chain(x, states=K, order=1, stop=yes)"
+    example: str  # a latent declaration using it, e.g. "latent z : chain(x, states=45)" (for the docs)
     observed_roles: tuple[str, ...]  # positional observed arguments, e.g. ("x",)
     uses_from: bool  # written as `alignment(f from e)`
     input_kinds: tuple[str, ...]  # observed kinds it accepts: "tokens", "symbols"

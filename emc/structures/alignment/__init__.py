@@ -40,6 +40,7 @@ ALIGNMENT = Structure(
     name="alignment",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
     signature="alignment(f from e, null=yes, jump=no)",
+    example="latent a : alignment(f from e, null=yes)",
     observed_roles=("target", "source"),
     uses_from=True,
     input_kinds=("tokens",),

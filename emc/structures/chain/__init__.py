@@ -57,6 +57,7 @@ CHAIN = Structure(
     name="chain",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
     signature="chain(x, states=K, order=1, stop=yes)",
+    example="latent z : chain(x, states=45)",
     observed_roles=("x",),
     uses_from=False,
     input_kinds=("tokens",),

@@ -30,6 +30,7 @@ LABEL = Structure(
     name="label",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
     signature="label(d, classes=K)",
+    example="latent c : label(d, classes=20)",
     observed_roles=("x",),
     uses_from=False,
     input_kinds=("tokens",),

@@ -28,6 +28,7 @@ SEGMENTATION = Structure(
     name="segmentation",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
     signature="segmentation(x, maxlen=L)",
+    example="latent s : segmentation(x, maxlen=10)",
     observed_roles=("x",),
     uses_from=False,
     input_kinds=("symbols",),

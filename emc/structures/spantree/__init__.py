@@ -33,6 +33,7 @@ SPANTREE = Structure(
     name="spantree",
     help=__doc__.split("\n\n")[1].replace("\n", " "),
     signature="spantree(x, empty=no)",
+    example="latent t : spantree(x)",
     observed_roles=("x",),
     uses_from=False,
     input_kinds=("tokens",),

@@ -1,0 +1,58 @@
+"""The structures, their attributes and the observed views, written out from the registries
+themselves (`emc structures`; the reference section of docs/writing-models.md, which a test keeps
+equal to this), so the documentation never goes stale."""
+from __future__ import annotations
+
+from emc.spec.check import coerce_arg
+from emc.spec.parse import parse_text
+from emc.structures.base import Binding, Structure
+from emc.structures.registry import STRUCTURES
+
+
+def example_binding(structure: Structure) -> Binding:
+    """The structure bound as in its example declaration (`latent z : chain(x, states=45)`)."""
+    latent = parse_text(f"model example\n{structure.example}\n", "<example>").latents[0]
+    positional = [a for a in latent.args if a.form in ("positional", "from")]
+    if structure.uses_from:
+        target, source = positional[0].value
+        observed = {"target": target, "source": source}
+    else:
+        observed = {role: a.value for role, a in zip(structure.observed_roles, positional)}
+    given = {a.name: a.value for a in latent.args if a.form == "keyword"}
+    args = {spec.name: coerce_arg(spec, given.get(spec.name, spec.default))[0] for spec in structure.args}
+    return Binding(structure, latent.name, observed, args)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "required" if value is None else str(value)
+
+
+def views_markdown() -> str:
+    from emc.io.views import VIEWS
+
+    rows = ["| view | meaning |", "| --- | --- |"]
+    rows += [f"| `.{v.name}{'(n)' if v.takes_length else ''}` | {v.help} |" for v in VIEWS.values()]
+    return "\n".join(rows) + "\n"
+
+
+def catalog_markdown() -> str:
+    out = ["Observed views (after any attribute whose role says `views apply`; they chain, as in "
+           "`x.lower.suffix(2)`, and each gets its own vocabulary):\n", views_markdown()]
+    for structure in STRUCTURES.values():
+        binding = example_binding(structure)
+        out.append(f"### `{structure.signature}`\n")
+        out.append(f"{structure.help}\n")
+        out.append(f"Example: `{structure.example}`; observed data of kind {' or '.join(structure.input_kinds)}.\n")
+        if structure.args:
+            out.append("| argument | default | meaning |\n| --- | --- | --- |")
+            out += [f"| `{a.name}` | {_fmt(a.default)} | {a.help} ({a.describe()}) |" for a in structure.args]
+            out.append("")
+        out.append("| attribute | role | values | slot | meaning |\n| --- | --- | --- | --- | --- |")
+        for path, attr in structure.attributes(binding).items():
+            role = attr.role + (", numeric" if attr.numeric else "") + (", views apply" if attr.tokens_of else "")
+            out.append(f"| `{path}` | {role} | `{attr.space}` | {attr.slot or 'any'} | {attr.help} |")
+        out.append("")
+        out.append("Slots: " + "; ".join(f"`{s.name}` ({s.help})" for s in structure.slots) + ".\n")
+    return "\n".join(out)
