@@ -72,7 +72,62 @@ def segment_length() -> None:
     report("br-phono (9,790 utterances), uniform start", rows, ("token_f1", "boundary_f1"))
 
 
-BENCHES = {"hmm_suffix": hmm_suffix, "segment_length": segment_length}
+def ibm1_nonull() -> None:
+    import tempfile
+    from pathlib import Path
+
+    from alignment_hansards import DATA, TRAIN, bitext, emc, scores
+
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        train, test = work / "train.txt", work / "test.txt"
+        bitext(DATA, TRAIN, train)
+        bitext(DATA, ["test"], test)
+        print("\nHansards, 2,867 pairs (English -> French), IBM 1 from uniform tables, 5 iterations; AER on the "
+              "447 test pairs")
+        for spec in ("ibm1.em", "ibm1_nonull.em"):
+            run = work / spec
+            emc("fit", str(ROOT / "specs" / spec), str(train), "--init", "uniform", "--iterations", "5", "--quiet",
+                "--forward-only", "--out", str(run))
+            aer, precision, recall = scores(emc("decode", str(run), str(test), "--gold",
+                                                str(DATA / "test.wa.nonullalign")))
+            print(f"  {spec:16s} AER {aer:.1f}%  precision {precision:.1f}%  recall {recall:.1f}%")
+
+
+def naive_bayes_views() -> None:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    import label_20news as news
+
+    train = news.records(news.TRAIN)
+    gold = [r["label"] for r in news.records(news.TEST)]
+    labels = np.array([r["label"] for r in train])
+    print("\n20 Newsgroups: test accuracy with 100 labeled training documents (5 per class) + EM (10 iterations, "
+          "unlabeled weight 0.1), and with every training label; cut-off 50/5, add-0.01")
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        for spec, tokens in (("naive_bayes.em", "letters"), ("naive_bayes_views.em", "whitespace")):
+            for n in (100, len(train)):
+                chosen = np.arange(len(train)) if n == len(train) else np.concatenate(
+                    [np.random.default_rng(0).choice(np.flatnonzero(labels == c), 5, replace=False)
+                     for c in sorted(set(labels))])
+                marked = set(chosen.tolist())
+                path = work / f"train-{n}.jsonl"
+                path.write_text("".join(json.dumps({**r, "train_label": r["label"]} if i in marked else r) + "\n"
+                                        for i, r in enumerate(train)))
+                run = work / f"{spec}-{n}"
+                iterations = ["--iterations", "10", "--tolerance", "0", "--unlabeled-weight", "0.1"] \
+                    if n < len(train) else ["--iterations", "0"]
+                news.emc(["fit", ROOT / "specs" / spec, path, *news.TOKENS, "--tokenize", tokens, "--supervised-field",
+                          "train_label", "--init", "labeled", "--quiet", "--eval-every", "0", *iterations, "--out", run])
+                print(f"  {spec:22s} ({tokens} tokens) {n:5d} labeled: {100 * news.test_accuracy(run, gold):.1f}%",
+                      flush=True)
+
+
+BENCHES = {"hmm_suffix": hmm_suffix, "segment_length": segment_length, "ibm1_nonull": ibm1_nonull,
+           "naive_bayes_views": naive_bayes_views}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(BENCHES):

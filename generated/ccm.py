@@ -10,7 +10,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
 
@@ -86,6 +86,9 @@ def scatter_counts(ex, ints, layout, meta, constituent, weight, counts):
     span_length = array(ints, layout, A_SPAN_LENGTH)
     n = _sentence_length(ex, ints, layout)
     first = span_start[ex]
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     for i in range(n + 1):
         for j in range(i, n + 1):
             if j == i and meta[M_EMPTY] == 0:
@@ -98,8 +101,22 @@ def scatter_counts(ex, ints, layout, meta, constituent, weight, counts):
                 if dp.scored(n, i, j, c):
                     p = (constituent[i, j] if c == 1 else 1.0 - constituent[i, j]) * weight
                     if p > 0.0:
-                        add_count(counts, entry(meta, T_YIELD, c, yield_id), p)  # yield: P(t.yield | t.constituent)
-                        add_count(counts, entry(meta, T_CONTEXT, c, context_id), p)  # context: P(t.context | t.constituent)
+                        # yield: P(t.yield | t.constituent)
+                        cell = entry(meta, T_YIELD, c, yield_id)
+                        if tracked and mark[cell] == 0:
+                            mark[cell] = 1
+                            listed += 1
+                            touched[listed] = cell
+                        dense[cell] += p
+                        # context: P(t.context | t.constituent)
+                        cell = entry(meta, T_CONTEXT, c, context_id)
+                        if tracked and mark[cell] == 0:
+                            mark[cell] = 1
+                            listed += 1
+                            touched[listed] = cell
+                        dense[cell] += p
+    if tracked:
+        touched[0] = listed
 
 
 @njit(cache=True)

@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -116,28 +116,57 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # emission slot: every position and state
     for t in range(n):
         x = x_ids[first + t]
         for k in range(K):
             p = node_marg[t, k] * weight
             if p != 0.0:
-                add_count(counts, entry(meta, T_EMIT, k, x), p)  # emit: P(x | z)
+                # emit: P(x | z)
+                cell = entry(meta, T_EMIT, k, x)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
     # transition slot: state -> state, START -> first state, last state -> STOP
     for j in range(K):
         for k in range(K):
-            add_count(counts, entry(meta, T_TRANS, j, k), edge_marg[j, k] * weight)  # trans: P(z | z.prev)
+            # trans: P(z | z.prev)
+            cell = entry(meta, T_TRANS, j, k)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += edge_marg[j, k] * weight
     j = K
     for k in range(K):
         p = node_marg[0, k] * weight
         if p != 0.0:
-            add_count(counts, entry(meta, T_TRANS, j, k), p)  # trans: P(z | z.prev)
+            # trans: P(z | z.prev)
+            cell = entry(meta, T_TRANS, j, k)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += p
     if meta[M_STOP] != 0:
         k = K
         for j in range(K):
             p = node_marg[n - 1, j] * weight
             if p != 0.0:
-                add_count(counts, entry(meta, T_TRANS, j, k), p)  # trans: P(z | z.prev)
+                # trans: P(z | z.prev)
+                cell = entry(meta, T_TRANS, j, k)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

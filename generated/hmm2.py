@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -117,20 +117,37 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.marginals2(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # emission slot: every position and state
     for t in range(n):
         x = x_ids[first + t]
         for k in range(K):
             p = node_marg[t, k] * weight
             if p != 0.0:
-                add_count(counts, entry(meta, T_EMIT, k, x), p)  # emit: P(x | z)
+                # emit: P(x | z)
+                cell = entry(meta, T_EMIT, k, x)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
     # transition slot: (z.prev2 = i, z.prev = j) -> k, with START = STOP = K
     for i in range(K + 1):
         for j in range(K + 1):
             for k in range(K + 1):
                 p = edge_marg[i, j, k] * weight
                 if p != 0.0 and (k < K or meta[M_STOP] != 0):
-                    add_count(counts, entry(meta, T_TRANS, (j) * size_states_start + i, k), p)  # trans: P(z | z.prev, z.prev2)
+                    # trans: P(z | z.prev, z.prev2)
+                    cell = entry(meta, T_TRANS, (j) * size_states_start + i, k)
+                    if tracked and mark[cell] == 0:
+                        mark[cell] = 1
+                        listed += 1
+                        touched[listed] = cell
+                    dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

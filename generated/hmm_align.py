@@ -11,7 +11,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.alignment import dp, links
 from emc.structures.semiring import SUM
 
@@ -114,11 +114,22 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # jump slot: the expected number of jumps into each bucket d
     for d in range(jumps.shape[0]):
         p = jumps[d] * weight
         if p != 0.0:
-            add_count(counts, entry(meta, T_JUMP, 0, d), p)  # jump: P(a.jump)
+            # jump: P(a.jump)
+            cell = entry(meta, T_JUMP, 0, d)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

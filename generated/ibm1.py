@@ -10,7 +10,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.alignment import dp, links
 from emc.structures.semiring import SUM
 
@@ -110,11 +110,16 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # jump slot: the expected number of jumps into each bucket d
     for d in range(jumps.shape[0]):
         p = jumps[d] * weight
         if p != 0.0:
             pass
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

@@ -10,7 +10,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.label import dp
 from emc.structures.semiring import MAX, SUM
 
@@ -81,11 +81,20 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.class_marginals(semiring, score, _label(ex, ints, layout), marg)
     if not log_z > -np.inf:
         return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # example slot: every class, weighted by its posterior
     for k in range(K):
         p = marg[k] * weight
         if p != 0.0:
-            add_count(counts, entry(meta, T_PRIOR, 0, k), p)  # prior: P(c)
+            # prior: P(c)
+            cell = entry(meta, T_PRIOR, 0, k)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += p
     # token slot: every distinct token and class, count times the class posterior
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
         d = d_ids[bag_token[i]]
@@ -93,7 +102,15 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         for k in range(K):
             p = marg[k] * weight
             if p != 0.0:
-                add_count(counts, entry(meta, T_EMIT, k, d), n * p)  # emit: P(d | c)
+                # emit: P(d | c)
+                cell = entry(meta, T_EMIT, k, d)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += n * p
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

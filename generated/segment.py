@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import add_count, array, entry, read
+from emc.codegen.abi import array, entry, read
 from emc.structures.segmentation import dp
 
 STRUCTURE = "segmentation"
@@ -66,13 +66,24 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.marginals(semiring, seg, marg)
     if not log_z > -np.inf:
         return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     # segment slot: every start i and length l
     for i in range(n):
         for l in range(1, min(L, n - i) + 1):
             p = marg[i, l - 1] * weight
             if p != 0.0:
                 word = words[(first + i) * L + l - 1]
-                add_count(counts, entry(meta, T_WORD, 0, word), p)  # word: P(s.word)
+                # word: P(s.word)
+                cell = entry(meta, T_WORD, 0, word)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z
 
 

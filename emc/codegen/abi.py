@@ -106,16 +106,5 @@ def read(params, meta, table, row, outcome):
 
 
 @njit(inline="always")
-def add_count(counts, i, value):
-    dense, mark, touched = counts
-    if touched.shape[0] > 0 and mark[i] == 0:
-        mark[i] = 1
-        n = touched[0] + 1
-        touched[n] = i
-        touched[0] = n
-    dense[i] += value
-
-
-@njit(inline="always")
 def array(ints, layout, a):
     return ints[layout[a]:layout[a + 1]]

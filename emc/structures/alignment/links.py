@@ -12,7 +12,7 @@ IBM 1 its new words link to NULL, which wins ties).
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OFFSET, add_count, array, mass_terms, row_mass
+from emc.codegen.abi import TABLE_OFFSET, array, mass_terms, row_mass
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, UNSEEN
 
 UNSEEN_WEIGHT = 1e-7
@@ -104,10 +104,22 @@ def multiply_scores(params, meta, table, side, rows, flat, scores):
 
 @njit(cache=True)
 def add_counts(counts, flat, posterior, weight):
-    """The block's expected counts: posterior[i, j] * weight into entry flat[i, j]."""
+    """The block's expected counts: posterior[i, j] * weight into entry flat[i, j] (listing the
+    entries written first, as emc/codegen/templates/_counts.j2 does, inline: a call per count
+    would cost more than the count)."""
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
     width, m = posterior.shape
     for i in range(width):
         for j in range(m):
             p = posterior[i, j]
-            if p != 0.0 and flat[i, j] != UNSEEN:  # decoding data: a pair without an entry counts nothing
-                add_count(counts, flat[i, j], p * weight)
+            cell = flat[i, j]
+            if p != 0.0 and cell != UNSEEN:  # decoding data: a pair without an entry counts nothing
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p * weight
+    if tracked:
+        touched[0] = listed

@@ -80,9 +80,8 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def backward(node, trans, final, scale, beta, edge_raw):
-    """Sum-semiring backward pass; also accumulates edge_raw[j, k] += alpha-side terms so that
-    the expected transition counts are edge_raw * trans (one K^2 pass saved per position)."""
+def backward(node, trans, final, scale, beta):
+    """Sum-semiring backward pass."""
     n, K = node.shape
     inv_end = 1.0 / scale[n]
     for k in range(K):
@@ -97,7 +96,6 @@ def backward(node, trans, final, scale, beta, edge_raw):
             for k in range(K):
                 acc += trans[j, k] * w[k]
             beta[t - 1, j] = acc
-    return w
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -205,9 +203,10 @@ def backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge
 
 @njit(cache=True)
 def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg):
-    """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[j, k] +=
-    E[#(j -> k)] under sum; the 0/1 indicators of the best path under max. Returns log Z (or
-    the log best score). `states` empty means every state is allowed everywhere."""
+    """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[j, k] =
+    E[#(j -> k)] under sum (edge_marg must hold zeros); the 0/1 indicators of the best path
+    under max. Returns log Z (or the log best score). `states` empty means every state is
+    allowed everywhere."""
     n, K = node.shape
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
@@ -227,19 +226,20 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
             if t > 0:
                 edge_marg[path[t - 1], path[t]] += 1.0
         return log_z
-    beta = np.empty((n, K))
-    edge_raw = np.zeros((K, K))
+    # beta lives in node_marg's memory and the raw edge sums in edge_marg's: both become the
+    # marginals in place (fewer allocations and passes per sentence)
+    beta = node_marg
     if pruned:
-        backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge_raw)
+        backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge_marg)
     else:
-        backward(node, trans, final, scale, beta, edge_raw)
-        edge_counts(node, alpha, beta, scale, edge_raw)
+        backward(node, trans, final, scale, beta)
+        edge_counts(node, alpha, beta, scale, edge_marg)
     for t in range(n):
         for k in range(K):
-            node_marg[t, k] = alpha[t, k] * beta[t, k]
+            node_marg[t, k] *= alpha[t, k]
     for j in range(K):
         for k in range(K):
-            edge_marg[j, k] += edge_raw[j, k] * trans[j, k]
+            edge_marg[j, k] *= trans[j, k]
     return log_z
 
 
