@@ -81,6 +81,17 @@ def _grow(values, size):
     return grown
 
 
+@njit(cache=True)
+def _same_entries(pool_index, base, length, touched, m):
+    """Whether an example wrote the same entries, in the same order, as last time."""
+    if length != m:
+        return False
+    for t in range(m):
+        if pool_index[base + t] != touched[t + 1]:
+            return False
+    return True
+
+
 @njit(types.Tuple((types.float64, I32, F64))(
     PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNT_BUFFER, F64,
     I32, F64, I64, I64, I64), cache=True)
@@ -101,12 +112,22 @@ def incremental_pass(prepare, estep, order, weights, ints, layout, meta, params,
         log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], buffer)
         total += weights[ex] * log_z[q]
         base = slot_start[ex]
+        m = touched[0]
+        if _same_entries(pool_index, base, slot_length[ex], touched, m):
+            # the usual case after the first pass: one sweep replaces old counts by new
+            for t in range(m):
+                i = touched[t + 1]
+                change = counts[i] - pool_value[base + t]
+                theta[i] = max(theta[i] + change, 0.0)  # cancellation can leave -1e-17: clamp
+                row_total[row_of[i]] = max(row_total[row_of[i]] + change, 0.0)
+                pool_value[base + t] = counts[i]
+                counts[i] = 0.0
+                mark[i] = 0
+            continue
         for t in range(slot_length[ex]):
             i = pool_index[base + t]
-            # cancellation can leave -1e-17 where a count vanished: clamp, never go negative
             theta[i] = max(theta[i] - pool_value[base + t], 0.0)
             row_total[row_of[i]] = max(row_total[row_of[i]] - pool_value[base + t], 0.0)
-        m = touched[0]
         if m > slot_capacity[ex]:
             if used + m > pool_index.shape[0]:
                 pool_index = _grow(pool_index, used + m)
