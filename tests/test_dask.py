@@ -1,6 +1,6 @@
 """The E-step on a Dask LocalCluster of 2 worker processes: the same parameters as a local run (to
-1e-9 relative) for batch, stepwise, annealed and hard EM, and a worker killed mid-iteration
-loses nothing."""
+1e-9 relative) for batch, stepwise, annealed and hard EM on the HMM and for word segmentation, and
+a worker killed mid-iteration loses nothing."""
 from __future__ import annotations
 
 import os
@@ -47,6 +47,19 @@ def test_two_workers_give_the_local_parameters(client, problem, settings):
     w = problem.layout
     np.testing.assert_allclose(remote.params.weights(w), local.params.weights(w), rtol=1e-9, atol=1e-15)
     assert remote.objective == pytest.approx(local.objective, rel=1e-9)
+
+
+def test_another_structure_too(client, tmp_path):
+    """Word segmentation: the same parameters on the cluster as here."""
+    from emc.dist.executor import DaskExecutor
+
+    segment = problem_from_lines(tmp_path, (ROOT / "specs" / "segment.em").read_text(),
+                                 ["abcab", "cabab", "abc", "bcab", "aabcc", "cab"] * 4, overrides={"maxlen": 3})
+    settings = FitSettings(iterations=5, tolerance=0, eval_every=0)
+    local = fit(segment, settings)
+    remote = fit(segment, settings, executor=DaskExecutor(segment, client))
+    np.testing.assert_allclose(remote.params.weights(segment.layout), local.params.weights(segment.layout),
+                               rtol=1e-9, atol=1e-15)
 
 
 def test_a_killed_worker_loses_no_iteration(client, problem):

@@ -205,7 +205,7 @@ def connect(workers: int | None = None, scheduler: str | None = None):
         raise EmcError("--workers / --scheduler need Dask: pip install 'emc[dask]'") from None
     if scheduler:
         return Client(scheduler)
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster)  # client.cluster is this cluster: disconnect() closes both
 
 
