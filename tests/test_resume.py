@@ -18,9 +18,12 @@ from emc.cli import main
 SPEC = str(ROOT / "specs" / "hmm.em")
 
 
+# Subprocesses run in the test's folder, so `python -m emc.cli` imports the installed package,
+# not the source tree beside the tests.
 def sampled_data(tmp_path) -> str:
     out = subprocess.run([sys.executable, "-m", "emc.cli", "sample", SPEC, "--examples", "1500", "--seed", "7",
-                          "--states", "6", "--vocab-size", "300"], capture_output=True, text=True, check=True)
+                          "--states", "6", "--vocab-size", "300"], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     path = tmp_path / "data.txt"
     path.write_text(out.stdout)
     return str(path)
@@ -47,10 +50,10 @@ def steps_done(run) -> int:
 def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
     data = sampled_data(tmp_path)
     whole = tmp_path / "whole"
-    subprocess.run(fit_command(data, whole, *extra), check=True)
+    subprocess.run(fit_command(data, whole, *extra), check=True, cwd=tmp_path)
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(fit_command(data, killed, *extra))
+    process = subprocess.Popen(fit_command(data, killed, *extra), cwd=tmp_path)
     deadline = time.time() + 300
     while steps_done(killed) < 3 and time.time() < deadline and process.poll() is None:
         time.sleep(0.05)
@@ -60,7 +63,8 @@ def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
     interrupted_at = steps_done(killed)
     assert interrupted_at >= 3
 
-    subprocess.run([sys.executable, "-m", "emc.cli", "fit", "--resume", str(killed), "--quiet"], check=True)
+    subprocess.run([sys.executable, "-m", "emc.cli", "fit", "--resume", str(killed), "--quiet"], check=True,
+                   cwd=tmp_path)
     with np.load(whole / "params.npz") as a, np.load(killed / "params.npz") as b:
         assert np.array_equal(a["theta"], b["theta"])
     log = [json.loads(line) for line in (killed / "log.jsonl").read_text().splitlines()]
@@ -71,7 +75,8 @@ def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
 def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     data = sampled_data(tmp_path)
     run = tmp_path / "run"
-    process = subprocess.Popen(fit_command(data, run, "--iterations", "1000"), stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(fit_command(data, run, "--iterations", "1000"), stderr=subprocess.PIPE, text=True,
+                               cwd=tmp_path)
     deadline = time.time() + 300
     while steps_done(run) < 2 and time.time() < deadline:
         time.sleep(0.05)

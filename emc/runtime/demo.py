@@ -16,8 +16,11 @@ from emc.structures.chain.sample import format_sentences, sample
 
 
 def run_demo(examples: int, states: int, iterations: int, seed: int, out: Path) -> int:
-    spec = resources.files("emc.specs").joinpath("hmm.em")
-    model = Model.from_text(spec.read_text(encoding="utf-8"), "hmm.em", {"states": states})
+    try:
+        spec = resources.files("emc.specs").joinpath("hmm.em").read_text(encoding="utf-8")
+    except ModuleNotFoundError:  # run from a source checkout, not installed
+        spec = (Path(__file__).resolve().parents[2] / "specs" / "hmm.em").read_text(encoding="utf-8")
+    model = Model.from_text(spec, "hmm.em", {"states": states})
     rng = np.random.default_rng(seed)
     sentences = sample(model.checked, model.checked.binding.args, rng, examples,
                        {"vocab_size": 500, "mean_length": 12.0})

@@ -22,7 +22,10 @@ _TERMINAL_WORDS = {
 
 @functools.cache
 def _parser() -> Lark:
-    grammar = resources.files("emc.grammars").joinpath("em.lark").read_text(encoding="utf-8")
+    try:
+        grammar = resources.files("emc.grammars").joinpath("em.lark").read_text(encoding="utf-8")
+    except ModuleNotFoundError:  # run from a source checkout (python -m emc.cli in the repo), not installed
+        grammar = (Path(__file__).resolve().parents[2] / "grammars" / "em.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
