@@ -63,7 +63,7 @@ def chain_structures(problem, example, order, allowed=None):
 sentences = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=3)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=st.sampled_from([1, 2]), states=st.integers(2, 3), stop=st.booleans(), suffix=st.booleans(),
        data=sentences, seed=st.integers(0, 2**16), zeros=st.sampled_from([0.0, 0.2]))
 def test_chain_matches_enumeration(tmp_path, order, states, stop, suffix, data, seed, zeros):
