@@ -102,6 +102,8 @@ def online() -> None:
         ("stepwise alpha 0.7, m = 100", FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=100)),
         ("stepwise alpha 0.7, m = 1000", FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=1000)),
         ("incremental", FitSettings(algorithm="incremental", passes=10)),
+        ("stepwise alpha 0.7, m = 1, from 1 + U(0,1) at one pseudo-count per entry (the generic start)",
+         FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=1, init_noise=1.0, start_mass="entry")),
     ]:
         results = [run(problem, replace(s, seed=seed, tolerance=0), passes) for seed in SEEDS]
         table(f"{label}: after passes", results, passes)

@@ -161,7 +161,9 @@ data:
 
 initialisation:
   Each learned row starts proportional to 1 + NOISE * U(0, 1) (--init-noise, default 1); with
-  near-uniform starts (noise 0.01) batch EM on an HMM stalls for its first iterations.
+  near-uniform starts (noise 0.01) batch EM on an HMM stalls for its first iterations. Stepwise and
+  incremental EM take the structure's ONLINE_INIT_NOISE when it names one (chain: 5, with one
+  pseudo-count per row: a varied start keeps the first sentences from deciding every state alike).
 """
 
 
@@ -187,7 +189,8 @@ def _fit_parser(sub) -> None:
     em.add_argument("--tolerance", type=float, default=d.tolerance,
                     help="stop when the objective's relative change is below this (0: run all iterations)")
     em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
-    em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1)")
+    em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1) (default 1; online algorithms: the "
+                         "structure's ONLINE_INIT_NOISE if it names one)")
     em.add_argument("--init", default=d.init, metavar="NAME|RUN",
                     help="initial parameters: default (the structure's own choice, else random), random, uniform, "
                          "labeled (from the labeled examples alone), a structure's own (spantree: random-split), "

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit, fit_with_restarts
-from emc.runtime.initialize import initial_params
+from emc.runtime.initialize import init_noise, initial_params
 from emc.runtime.mstep import maximize_table
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.settings import FitSettings
 from emc.runtime.sparse_prior import FLOOR, maximize_row, objective
+from emc.runtime.variants.online_state import start_mass
 from emc.spec.check import Prior
 from emc.structures.semiring import SUM
 from helpers import problem_from_lines
@@ -48,8 +49,8 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
     """The textbook update, mu <- (1 - eta) mu + eta s over the whole table, then normalise."""
     rng = np.random.default_rng(settings.seed)
     layout = problem.layout
-    params = random_init(layout, problem.fixed_theta, rng, settings.init_noise)
-    mu = pseudo_counts(params, layout)
+    params = random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))
+    mu = pseudo_counts(params, layout, start_mass(problem, settings))
     learned = layout.learned_mask()
     executor = LocalExecutor(problem, threads=1)
     k = 0
@@ -65,11 +66,13 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
     return _normalise(mu, layout, settings)
 
 
-def pseudo_counts(params, layout):
-    """The starting statistics: the initial parameters, one pseudo-count per entry on average."""
+def pseudo_counts(params, layout, mass):
+    """The starting statistics: the initial parameters, one pseudo-count per entry on average
+    (mass "entry") or per row ("row")."""
     mu = params.weights(layout)
-    for t in layout.learned():
-        mu[t.entries] *= t.row_sizes()[t.local_rows()]
+    if mass == "entry":
+        for t in layout.learned():
+            mu[t.entries] *= t.row_sizes()[t.local_rows()]
     return mu
 
 
@@ -82,9 +85,10 @@ def _normalise(mu, layout, settings):
     return out
 
 
-@pytest.mark.parametrize("batch_size,alpha,smoothing", [(1, 0.7, 0.0), (3, 0.6, 0.0), (2, 1.0, 0.5)])
-def test_sparse_stepwise_update_equals_the_dense_update(problem, batch_size, alpha, smoothing):
-    s = base(algorithm="stepwise", passes=3, batch_size=batch_size, alpha=alpha,
+@pytest.mark.parametrize("batch_size,alpha,smoothing,mass", [(1, 0.7, 0.0, None), (3, 0.6, 0.0, "entry"),
+                                                             (2, 1.0, 0.5, "row")])
+def test_sparse_stepwise_update_equals_the_dense_update(problem, batch_size, alpha, smoothing, mass):
+    s = base(algorithm="stepwise", passes=3, batch_size=batch_size, alpha=alpha, start_mass=mass,
              regularizers={"emit": (smoothing, None)})
     sparse = fit(problem, s).params.weights(problem.layout)
     np.testing.assert_allclose(sparse, dense_stepwise(problem, s), rtol=1e-9, atol=1e-12)
@@ -110,9 +114,9 @@ def test_stepwise_rejects_an_alpha_out_of_range(problem):
 def dense_incremental(problem, settings: FitSettings) -> np.ndarray:
     rng = np.random.default_rng(settings.seed)
     layout = problem.layout
-    params = random_init(layout, problem.fixed_theta, rng, settings.init_noise)
+    params = random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))
     learned = layout.learned_mask()
-    mu = pseudo_counts(params, layout)
+    mu = pseudo_counts(params, layout, start_mass(problem, settings))
     pseudo = np.where(learned, mu, 0.0)
     stats = {}
     executor = LocalExecutor(problem, threads=1)
@@ -130,8 +134,9 @@ def dense_incremental(problem, settings: FitSettings) -> np.ndarray:
     return _normalise(mu, layout, settings)
 
 
-def test_incremental_keeps_each_examples_statistics(problem):
-    s = base(algorithm="incremental", passes=3)
+@pytest.mark.parametrize("mass", ["entry", "row"])
+def test_incremental_keeps_each_examples_statistics(problem, mass):
+    s = base(algorithm="incremental", passes=3, start_mass=mass)
     np.testing.assert_allclose(fit(problem, s).params.weights(problem.layout), dense_incremental(problem, s),
                                rtol=1e-8, atol=1e-12)
 

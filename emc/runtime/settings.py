@@ -5,6 +5,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
+# The variants that weigh the start as statistics (start_mass) and may start noisier (init_noise).
+ONLINE_ALGORITHMS = ("stepwise", "incremental")
+
+
 @dataclass
 class FitSettings:
     algorithm: str = "batch"
@@ -13,7 +17,9 @@ class FitSettings:
     tolerance: float = 1e-6  # stop when the relative objective change falls below this (0: never)
     seed: int = 1
     init: str = "default"  # default | random | uniform | labeled | a structure's own; see emc.runtime.initialize
-    init_noise: float = 1.0  # initial rows proportional to 1 + init_noise * U(0, 1)
+    # initial rows proportional to 1 + init_noise * U(0, 1); None: 1, or for the online variants the
+    # structure's ONLINE_INIT_NOISE (see emc/runtime/initialize.py)
+    init_noise: float | None = None
     threads: int = 0  # 0: numba's default (all cores)
     eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)
     # online EM (Liang & Klein 2009)

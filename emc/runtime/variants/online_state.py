@@ -45,10 +45,11 @@ def statistics_state(params: ParamState, layout: ParamLayout, smoothing: np.ndar
     entry on average with mass "entry" (a row of n outcomes holds n; for the default start each
     entry is then about 1 + U(0, 1), up to a constant), one per row with mass "row". The mass
     decides how many mini-batches pass before the data outweigh the start. With one pseudo-count
-    per row the first sentence alone would decide every state (stepwise EM on CoNLL-2000 loses 4
-    points of many-to-one accuracy); with one per entry a single row over a vocabulary derived from
-    the data outweighs passes of it (word segmentation's 175,000 substrings: stepwise EM with
-    m = 1000 at 69% token F1 after 2 passes instead of 83%)."""
+    per row the first sentences decide much: from a near-uniform start they decide every state
+    alike, so the chain pairs "row" with a more varied start (its ONLINE_INIT_NOISE; see
+    emc/runtime/initialize.py); with one per entry a single row over a vocabulary derived from the
+    data outweighs passes of it (word segmentation's 175,000 substrings: stepwise EM with m = 1000
+    at 69% token F1 after 2 passes instead of 83%)."""
     theta = params.weights(layout)
     row_add_den = np.zeros(layout.n_rows)
     row_total = np.ones(layout.n_rows)

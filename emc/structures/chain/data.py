@@ -17,6 +17,13 @@ from emc.io.vocab import Vocabulary
 from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
 
+# Stepwise/incremental EM start from rows ~ 1 + 5 U(0, 1) weighing one pseudo-count each (see
+# emc/runtime/initialize.py init_noise): on CoNLL-2000, alpha 0.7, m = 1, 2 passes, many-to-one
+# 63.4% (mean of 3 seeds) against 60.9% from 1 + U(0, 1) at one pseudo-count per entry, and
+# incremental EM 35.8% against 23.7% after 3 passes.
+ONLINE_START_MASS = "row"
+ONLINE_INIT_NOISE = 5.0
+
 FORMATS = ("tokens", "conll")
 FIT_OPTIONS = [
     (("--word-column",), {"type": int, "default": 1, "help": "conll: the column holding the word (1-based)"}),
