@@ -132,9 +132,10 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                     listed += 1
                     touched[listed] = cell
                 dense[cell] += p
-    # transition slot: state -> state, START -> first state, last state -> STOP
-    for j in range(K):
-        for k in range(K):
+    # transition slot: state -> state, START -> first state, last state -> STOP; j varies fastest,
+    # as the entries of one outcome are adjacent in a table (emc/codegen/abi.py)
+    for k in range(K):
+        for j in range(K):
             # trans: P(z | z.prev)
             cell = entry(meta, T_TRANS, j, k)
             if tracked and mark[cell] == 0:
