@@ -75,8 +75,10 @@ def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
 def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     data = sampled_data(tmp_path)
     run = tmp_path / "run"
-    process = subprocess.Popen(fit_command(data, run, "--iterations", "1000"), stderr=subprocess.PIPE, text=True,
-                               cwd=tmp_path)
+    # far more iterations than it can run before the signal: on a loaded machine 1000 tiny ones
+    # could finish between the poll and the signal
+    process = subprocess.Popen(fit_command(data, run, "--iterations", "1000000"), stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
     deadline = time.time() + 300
     while steps_done(run) < 2 and time.time() < deadline:
         time.sleep(0.05)
