@@ -11,6 +11,7 @@ import numpy as np
 
 from emc.io.views import apply_views
 from emc.runtime.problem import Problem
+from helpers_alignment import NULL, jump_bucket, shared_by
 
 Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
 
@@ -113,10 +114,50 @@ def spantree_structures(problem: Problem, example: int):
         yield firings(problem, parts), tree
 
 
+def label_structures(problem: Problem, example: int):
+    b = problem.model.checked.binding
+    c, d = b.latent, b.observed["x"]
+    tokens = token_ids(problem, d, example, d)
+    for label in range(problem.args["classes"]):
+        parts = [("example", {c: label})] + [("token", dict(values, **{c: label})) for values in tokens]
+        yield firings(problem, parts), label
+
+
+def alignment_structures(problem: Problem, example: int):
+    """Each target word links to a source position or NULL; with jump=yes each link also scores its
+    jump bucket (NULL: a bucket of its own, keeping the previous position), and an end bucket's
+    weight is shared by the positions it reaches."""
+    b = problem.model.checked.binding
+    a, e, f = b.latent, b.observed["source"], b.observed["target"]
+    args = problem.args
+    source = token_ids(problem, e, example, f"{a}.source")
+    target = token_ids(problem, f, example, f"{a}.target")
+    null_values = {attr.text: len(problem.vocabs[attr.space]) for factor in problem.model.checked.factors
+                   for attr in factor.outcome + factor.context if attr.text.startswith(f"{a}.source")}
+    choices = list(range(len(source))) + ([NULL] if args["null"] else [])
+    for links in itertools.product(choices, repeat=len(target)):
+        parts: list = []
+        constants = []
+        previous = -1
+        for j, i in enumerate(links):
+            parts.append(("link", dict(target[j], **(null_values if i == NULL else source[i]))))
+            if args["jump"]:
+                maxjump = args["maxjump"]
+                bucket = 2 * maxjump + 1 if i == NULL else jump_bucket(i - previous, maxjump)
+                parts.append(("jump", {f"{a}.jump": bucket}))
+                if i != NULL:
+                    constants.append(1.0 / shared_by(previous, len(source), i - previous, maxjump))
+            if i != NULL:
+                previous = i
+        yield firings(problem, parts) + constants, tuple(links)
+
+
 ENUMERATORS: dict[str, Callable] = {
     "chain": chain_structures,
     "segmentation": segmentation_structures,
     "spantree": spantree_structures,
+    "label": label_structures,
+    "alignment": alignment_structures,
 }
 
 
@@ -127,6 +168,10 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return tuple(int(s) for s in decoded)
     if name == "segmentation":  # per symbol, the length of the word starting there (0 inside a word)
         return tuple(int(i) for i in np.flatnonzero(decoded)) + (len(decoded),)
+    if name == "label":
+        return int(decoded[0])
+    if name == "alignment":  # a source position per target word, NULL = -1
+        return tuple(int(i) for i in decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span
         n = int(problem.corpus.lengths()[example])
         return frozenset(problem.model.data.decoded_spans(decoded, n) | {(i, i + 1) for i in range(n)} | {(0, n)})
