@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 # --- parser ------------------------------------------------------------------------------------
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+    def _get_help_string(self, action):
+        # a default of None means "decided later" and the help says by what; "(default: None)" would not
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
