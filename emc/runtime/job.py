@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from emc.runtime.checkpoint import NAME as CHECKPOINT
 from emc.runtime.checkpoint import Checkpointer, load_checkpoint
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import FitResult, FitState, fit_with_restarts
@@ -124,8 +125,10 @@ class Runner:
 
     def __init__(self, job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
                  say: Callable[[str], None] = lambda message: None,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, resuming: bool = False):
         self.job, self.out, self.say, self.progress = job, out, say, progress
+        # `emc fit --resume`: each fit of the request continues from its folder's checkpoint if it has one
+        self.resuming = resuming
         self.observer = observer or (lambda record: None)
         self.settings = job.fit_settings()
         self.compiled = False
@@ -164,6 +167,26 @@ class Runner:
             self.say(f"emc: model {problem.model.name} compiled in {self.compile_seconds + seconds:.1f}s "
                      f"(numba caches it: the next run starts at once)")
 
+    def checkpointer(self, out: Path | None, options: dict[str, Any] | None = None) -> Checkpointer | None:
+        """What saves a fit's state into `out` after its steps (None without a folder)."""
+        if out is None:
+            return None
+        job = self.job if options is None else replace(self.job, options=options)
+        return Checkpointer(out, asdict(job), job.checkpoint_seconds)
+
+    def saved_state(self, out: Path | None) -> FitState | None:
+        """When resuming, the state `out`'s checkpoint holds (None if it has none: that fit starts afresh)."""
+        if not self.resuming or out is None or not (out / CHECKPOINT).exists():
+            return None
+        state = load_checkpoint(out)[1]
+        self.say(f"emc: resuming {out} after step {state.step}")
+        return state
+
+    def interrupted(self, out: Path) -> Interrupted:
+        """The error a Ctrl-C ends with once the model so far is saved in `out`."""
+        return Interrupted(f"interrupted: the model so far is saved in {out}; "
+                           f"continue with `emc fit --resume {self.out or out}`")
+
     def save(self, problem: Problem, result: FitResult, out: Path | None, options: dict[str, Any] | None = None) -> None:
         from emc.eval import format_metrics
 
@@ -179,9 +202,10 @@ class Runner:
         """The ordinary fit (from `state` when resuming), with `options` and `out` in place of the
         request's: checkpointed after every step, and on Ctrl-C saved so far and resumable."""
         out = self.out if out is None else out
+        state = state or self.saved_state(out)
         problem, init = self.bind(options)
         job = self.job if options is None else replace(self.job, options=options)
-        checkpointer = _LatestState(Checkpointer(out, asdict(job), job.checkpoint_seconds) if out else None)
+        checkpointer = _LatestState(self.checkpointer(out, options))
         client = None
         try:
             executor, client = make_executor(job, problem, self.settings)
@@ -198,7 +222,7 @@ class Runner:
                      latest.objective or float("nan"), {}, latest.history)
             step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
             raise Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
-                              f"continue with `emc fit --resume {out}`") from None
+                              f"continue with `emc fit --resume {self.out or out}`") from None
         finally:
             if client is not None:
                 from emc.dist.executor import disconnect
@@ -209,10 +233,10 @@ class Runner:
 
 def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
         say: Callable[[str], None] = lambda message: None,
-        progress: Callable[[int, int], None] | None = None) -> None:
+        progress: Callable[[int, int], None] | None = None, resuming: bool = False) -> None:
     """Carry out a fit: the structure's own way when its data module has a fit_mode for these
     options, else the ordinary fit."""
-    runner = Runner(job, out, observer, say, progress)
+    runner = Runner(job, out, observer, say, progress, resuming)
     model = Model.from_text(job.spec_text, job.spec_path, job.overrides)
     fit_mode = getattr(model.data, "fit_mode", None)
     custom = fit_mode(job.options) if fit_mode else None
@@ -246,9 +270,8 @@ class _LatestState:
 
 
 def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None) -> None:
-    """Continue a checkpointed fit (an ordinary one: a structure's own fit modes checkpoint each
-    of their fits in its own folder, which resumes on its own)."""
-    record, state = load_checkpoint(run_dir)
-    job = Job(**record)
-    say(f"emc: resuming {run_dir} after step {state.step}")
-    Runner(job, run_dir, observer, say, progress).run(state=state)
+    """Continue a checkpointed request as it was started: an ordinary fit from its checkpoint; a
+    structure's own fit mode (alignment's two directions, or both jointly) again, each of its fits
+    continuing from its own folder's checkpoint, or starting afresh if it had not begun."""
+    record, _ = load_checkpoint(run_dir)
+    run(Job(**record), run_dir, observer, say, progress, resuming=True)

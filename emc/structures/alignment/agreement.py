@@ -18,11 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emc.runtime.checkpoint import PARAM_FIELDS
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import FitResult, check_log_z, example_weights
+from emc.runtime.fit import FitResult, FitState, check_log_z, example_weights
 from emc.runtime.initialize import initial_params
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
+from emc.runtime.job import Interrupted
 from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
 from emc.structures.alignment import LINK, slot_tables
@@ -104,33 +106,59 @@ def fit_jointly(job) -> int:
     weights = [example_weights(d.problem, settings) for d in directions]
     examples = np.arange(forward.problem.n_examples)
     gold = forward.problem.corpus.gold.get("links")
-    history: list[dict] = []
-    started = time.perf_counter()
-    objective = None
-    for iteration in range(1, settings.iterations + 1):
-        t0 = time.perf_counter()
-        post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
-        counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1])
-        counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0])
-        previous, objective = objective, float(weights[0] @ log_z_f + weights[1] @ log_z_r)
-        params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
-                  maximize(reverse.problem.layout, counts_r, params[1], settings.regularizers)]
-        elapsed = time.perf_counter() - t0
-        change = None if previous is None else (objective - previous) / max(abs(previous), 1e-300)
-        record = {"iteration": iteration, "objective": objective, "change": change, "seconds": elapsed,
-                  "seconds_total": time.perf_counter() - started, "examples_per_second": len(examples) / max(elapsed, 1e-9)}
-        if gold is not None and settings.eval_every and iteration % settings.eval_every == 0:
-            record["metrics"] = _scores(directions, post, gold)
-        history.append(record)
-        job.observer(record)
-        if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance:
-            break
+    state = job.saved_state(job.out) or FitState(params=params[0], rng=rng)
+    if state.step:
+        params = _both_params(state)
+    checkpointer = job.checkpointer(job.out)
+    started = time.perf_counter() - (state.history[-1]["seconds_total"] if state.history else 0.0)
+    try:
+        while not state.converged and state.step < settings.iterations:
+            t0 = time.perf_counter()
+            post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
+            counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1])
+            counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0])
+            previous = state.objective
+            objective = float(weights[0] @ log_z_f + weights[1] @ log_z_r)
+            params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
+                      maximize(reverse.problem.layout, counts_r, params[1], settings.regularizers)]
+            elapsed = time.perf_counter() - t0
+            change = None if previous is None else (objective - previous) / max(abs(previous), 1e-300)
+            record = {"iteration": state.step + 1, "objective": objective, "change": change, "seconds": elapsed,
+                      "seconds_total": time.perf_counter() - started,
+                      "examples_per_second": len(examples) / max(elapsed, 1e-9)}
+            if gold is not None and settings.eval_every and record["iteration"] % settings.eval_every == 0:
+                record["metrics"] = _scores(directions, post, gold)
+            state = FitState(params=params[0], rng=rng, step=state.step + 1, objective=objective,
+                             converged=change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance,
+                             history=state.history + [record],
+                             extra={f"reverse_{k}": v for k, v in zip(PARAM_FIELDS, params[1].abi())})
+            job.observer(record)
+            if checkpointer:
+                checkpointer(state)
+    except KeyboardInterrupt:
+        if job.out is None or not state.step:
+            raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
+        for d, p, options, out in _outputs(job, directions, _both_params(state), reverse_options):
+            job.save(d.problem, FitResult(p, state.objective, state.history, {}), out, options)
+        raise job.interrupted(job.out) from None
+    objective, history = state.objective, state.history
     post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
     metrics = _scores(directions, post, gold) if gold is not None else {}
-    for d, p, options, out in zip(directions, params, (job.options, reverse_options),
-                                  (job.out, job.out / "reverse" if job.out else None)):
+    for d, p, options, out in _outputs(job, directions, params, reverse_options):
         job.save(d.problem, FitResult(p, objective, history, metrics if d is forward else {}), out, options)
     return 0
+
+
+def _both_params(state: FitState) -> list[ParamState]:
+    """The forward and reverse parameters of a checkpointed state (the reverse ones ride in extra)."""
+    return [state.params, ParamState(*(state.extra[f"reverse_{k}"] for k in PARAM_FIELDS))]
+
+
+def _outputs(job, directions: list[Direction], params: list[ParamState], reverse_options: dict):
+    """(direction, its parameters, its options, its folder): the forward model in RUN, the reverse one
+    in RUN/reverse."""
+    return zip(directions, params, (job.options, reverse_options),
+               (job.out, job.out / "reverse" if job.out else None))
 
 
 def _scores(directions: list[Direction], post: list[list[np.ndarray]], gold) -> dict[str, float]:
