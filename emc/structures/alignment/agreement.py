@@ -87,7 +87,9 @@ def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, 
 
 def fit_jointly(job) -> int:
     """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step;
-    saves the forward model to RUN and the reverse one to RUN/reverse."""
+    saves the forward model to RUN and the reverse one to RUN/reverse. RUN's checkpoint holds
+    both models after each iteration (the reverse one in the state's extra), so `--resume RUN`
+    continues the joint fit."""
     settings = job.settings
     if settings.algorithm != "batch":
         raise EmcError(f"--agree trains with batch EM; --algorithm {settings.algorithm} is not supported with it")
