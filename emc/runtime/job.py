@@ -182,9 +182,10 @@ class Runner:
         self.say(f"emc: resuming {out} after step {state.step}")
         return state
 
-    def interrupted(self, out: Path) -> Interrupted:
-        """The error a Ctrl-C ends with once the model so far is saved in `out`."""
-        return Interrupted(f"interrupted: the model so far is saved in {out}; "
+    def interrupted(self, out: Path, step: int) -> Interrupted:
+        """The error a Ctrl-C ends with once the model after `step` is saved in `out`: the whole
+        request resumes from the run's top folder."""
+        return Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
                            f"continue with `emc fit --resume {self.out or out}`")
 
     def save(self, problem: Problem, result: FitResult, out: Path | None, options: dict[str, Any] | None = None) -> None:
@@ -221,8 +222,7 @@ class Runner:
             save_run(out, problem, latest.params, self.settings, job.overrides, job.options,
                      latest.objective or float("nan"), {}, latest.history)
             step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
-            raise Interrupted(f"interrupted after step {step}: the model so far is saved in {out}; "
-                              f"continue with `emc fit --resume {self.out or out}`") from None
+            raise self.interrupted(out, step) from None
         finally:
             if client is not None:
                 from emc.dist.executor import disconnect

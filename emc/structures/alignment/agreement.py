@@ -142,7 +142,7 @@ def fit_jointly(job) -> int:
             raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
         for d, p, options, out in _outputs(job, directions, _both_params(state), reverse_options):
             job.save(d.problem, FitResult(p, state.objective, state.history, {}), out, options)
-        raise job.interrupted(job.out) from None
+        raise job.interrupted(job.out, state.step) from None
     objective, history = state.objective, state.history
     post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
     metrics = _scores(directions, post, gold) if gold is not None else {}
