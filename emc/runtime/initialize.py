@@ -35,10 +35,8 @@ def init_noise(problem: Problem, settings) -> float:
     """--init-noise, else for stepwise/incremental EM the structure's ONLINE_INIT_NOISE, else 1.
     Why the online variants may want more: they weigh the start as statistics, and with one
     pseudo-count per row (ONLINE_START_MASS "row") the first mini-batches would otherwise decide
-    every state alike; a more varied start keeps the states apart (the chain's 5: stepwise EM on
-    CoNLL-2000, alpha 0.7, m = 1, many-to-one 63.4% after 2 passes against 60.9% from 1 + U(0, 1)
-    with one pseudo-count per entry, bench/hmm_conll.py online). Batch EM keeps 1, which is what
-    it is measured with."""
+    every state alike; a more varied start keeps the states apart (the chain's choice and what it
+    gains: emc/structures/chain/data.py). Batch EM keeps 1, which is what it is measured with."""
     if settings.init_noise is not None:
         return settings.init_noise
     if settings.algorithm in ONLINE_ALGORITHMS:
