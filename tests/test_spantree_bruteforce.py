@@ -15,6 +15,7 @@ from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
 from emc.structures.spantree.data import INITIALIZERS, nonempty_spans
 from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import binary_trees
 
 # Model 2's yield block (rows over constituent x length) and a fixed weight over the numeric
 # length cover every attribute of the span slot.
@@ -28,17 +29,6 @@ weight halves : 0.5 ^ t.length
 """
 
 SYMBOLS = ["a", "b", "c"]
-
-
-def bracketings(i: int, j: int):
-    """Every binary bracketing of (i, j) as its set of constituent spans."""
-    if j - i == 1:
-        yield frozenset({(i, j)})
-        return
-    for k in range(i + 1, j):
-        for left in bracketings(i, k):
-            for right in bracketings(k, j):
-                yield left | right | {(i, j)}
 
 
 def span_firings(problem, example: int, tree: frozenset) -> list[tuple[str, int, int]]:
@@ -74,7 +64,7 @@ def test_spantree_matches_enumeration(tmp_path, data, empty, seed, zeros):
     problem = problem_from_lines(tmp_path, SPEC, [" ".join(s) for s in data], overrides={"empty": "yes" if empty else "no"})
     params = random_params(problem, np.random.default_rng(seed), zeros)
     for example, sentence in enumerate(data):
-        trees = [(span_firings(problem, example, tree), tree) for tree in bracketings(0, len(sentence))]
+        trees = [(span_firings(problem, example, tree), tree) for tree in binary_trees(0, len(sentence))]
         check_against_enumeration(problem, params, example, trees, decoded_tree)
 
 
@@ -95,7 +85,7 @@ def test_random_split_counts_match_enumeration(tmp_path, data, empty):
     layout = problem.layout
     expected = np.zeros(layout.size)
     for example, sentence in enumerate(data):
-        for tree in bracketings(0, len(sentence)):
+        for tree in binary_trees(0, len(sentence)):
             probability = math.prod(1.0 / (j - i - 1) for i, j in tree if j - i > 1)
             for table, row, outcome in span_firings(problem, example, tree):
                 t = layout.table(table)

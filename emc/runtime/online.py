@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, types
 
 from emc.codegen.abi import ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
+from emc.runtime.kernels import grow
 from emc.structures.semiring import SUM
 
 I64 = types.int64[::1]
@@ -75,13 +76,6 @@ def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, la
 
 
 @njit(cache=True)
-def _grow(values, size):
-    grown = np.empty(max(2 * values.shape[0], size), values.dtype)
-    grown[:values.shape[0]] = values
-    return grown
-
-
-@njit(cache=True)
 def _same_entries(pool_index, base, length, touched, m):
     """Whether an example wrote the same entries, in the same order, as last time."""
     if length != m:
@@ -130,8 +124,8 @@ def incremental_pass(prepare, estep, order, weights, ints, layout, meta, params,
             row_total[row_of[i]] = max(row_total[row_of[i]] - pool_value[base + t], 0.0)
         if m > slot_capacity[ex]:
             if used + m > pool_index.shape[0]:
-                pool_index = _grow(pool_index, used + m)
-                pool_value = _grow(pool_value, used + m)
+                pool_index = grow(pool_index, used + m)
+                pool_value = grow(pool_value, used + m)
             slot_start[ex] = used
             slot_capacity[ex] = m
             used += m

@@ -17,6 +17,8 @@ gets rank UNSEEN (see links.py for its weight).
 import numpy as np
 from numba import njit
 
+from emc.runtime.kernels import grow
+
 SOURCE, TARGET, NONE = 0, 1, 2  # the side a block's context (row) is read on
 NARROW_LIMIT = 0xFFFF  # ranks 0..65534 fit 16 bits; 0xFFFF is UNSEEN
 UNSEEN = -1
@@ -41,13 +43,6 @@ def postings(row_values, n_rows):
 
 
 @njit(cache=True)
-def _grow(values, size):
-    grown = np.empty(max(2 * values.shape[0], size), values.dtype)
-    grown[:values.shape[0]] = values
-    return grown
-
-
-@njit(cache=True)
 def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows, n_outcomes):
     """The co-occurring (row, outcome) pairs, as (row_start[n_rows + 1], outcomes[entries]):
     row r holds outcomes[row_start[r]:row_start[r + 1]], in the order first met."""
@@ -64,7 +59,7 @@ def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows,
                 if seen[o] != r + 1:
                     seen[o] = r + 1
                     if used == outcomes.shape[0]:
-                        outcomes = _grow(outcomes, used + 1)
+                        outcomes = grow(outcomes, used + 1)
                     outcomes[used] = o
                     used += 1
         row_start[r + 1] = used
