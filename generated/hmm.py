@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read
+from emc.codegen.abi import array, entry, read, read_inverse, row_inverses
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -78,6 +78,7 @@ def prepare(meta, params):
     [trans (K x K) | initial (K: START -> k) | final (K: j -> STOP, ones without STOP)]."""
     K = meta[M_STATES]
     derived = np.empty(K * K + 2 * K)
+    inverse_0 = row_inverses(params, meta, T_TRANS)
     for j in range(K + 1):
         for k in range(K + 1):
             if j == K and k == K:
@@ -86,7 +87,7 @@ def prepare(meta, params):
                 score = 1.0
             else:
                 score = 1.0
-                score *= read(params, meta, T_TRANS, j, k)  # trans: P(z | z.prev)
+                score *= read_inverse(params, meta, T_TRANS, j, k, inverse_0)  # trans: P(z | z.prev)
             if j < K and k < K:
                 derived[j * K + k] = score
             elif j == K:

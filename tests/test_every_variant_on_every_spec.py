@@ -11,6 +11,7 @@ from emc.runtime.settings import FitSettings
 from emc.spec.check import check
 from emc.spec.parse import parse_file
 from helpers import problem_from_lines
+from test_variants import dense_incremental
 
 ALGORITHMS = ["batch", "incremental", "stepwise", "hard", "annealed", "skewed", "vb"]
 
@@ -57,3 +58,16 @@ def test_every_algorithm_runs(tmp_path, spec):
         if algorithm in ("batch", "hard"):
             values = [r["objective"] for r in result.history]
             assert all(b >= a - 1e-9 * abs(a) for a, b in zip(values, values[1:])), algorithm
+
+
+@pytest.mark.parametrize("spec", specs(), ids=lambda p: p.stem)
+def test_incremental_keeps_each_examples_statistics_on_every_spec(tmp_path, spec):
+    """The listed and replayed passes of incremental EM (emc/runtime/online.py) against the
+    textbook update over whole tables, on every structure's tables (dense and sparse)."""
+    model = check(parse_file(spec))
+    structure = model.structure.name
+    overrides = {"states": 2} if structure == "chain" else {"classes": 2} if structure == "label" else {}
+    problem = problem_from_lines(tmp_path, spec.read_text(), TINY[structure], OPTIONS.get(spec.stem, {}), overrides)
+    settings = FitSettings(algorithm="incremental", passes=3, tolerance=0, eval_every=0, seed=3)
+    np.testing.assert_allclose(fit(problem, settings).params.weights(problem.layout),
+                               dense_incremental(problem, settings), rtol=1e-8, atol=1e-12)

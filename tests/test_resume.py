@@ -45,8 +45,9 @@ def steps_done(run) -> int:
         return 0
 
 
-@pytest.mark.parametrize("extra", [["--iterations", "40"], ["--algorithm", "stepwise", "--passes", "12"]],
-                         ids=["batch", "stepwise"])
+@pytest.mark.parametrize("extra", [["--iterations", "40"], ["--algorithm", "stepwise", "--passes", "12"],
+                                   ["--algorithm", "incremental", "--passes", "12"]],
+                         ids=["batch", "stepwise", "incremental"])
 def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
     data = sampled_data(tmp_path)
     whole = tmp_path / "whole"

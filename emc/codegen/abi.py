@@ -33,6 +33,7 @@ time proportional to the entries a mini-batch touched (Liang & Klein 2009, secti
 the first time is marked and appended to `touched` (touched[0] holds the count), so the online
 variants visit only the entries a mini-batch touched.
 """
+import numpy as np
 from numba import njit, types
 
 PARAMS = types.UniTuple(types.float64[::1], 5)
@@ -103,6 +104,22 @@ def row_mass(params, meta, table, row):
 @njit(inline="always")
 def read(params, meta, table, row, outcome):
     return weight_at(params, meta, table, row, entry(meta, table, row, outcome))
+
+
+@njit(inline="always")
+def row_inverses(params, meta, table):
+    """1 / row_mass for every row of a small table, so a loop over all its entries (a chain's
+    transition scores, once per example during online EM) multiplies instead of dividing."""
+    inverse = np.empty(meta[table + TABLE_ROWS])
+    for row in range(inverse.shape[0]):
+        inverse[row] = 1.0 / row_mass(params, meta, table, row)
+    return inverse
+
+
+@njit(inline="always")
+def read_inverse(params, meta, table, row, outcome, inverse):
+    """read() with the row's 1 / row_mass from row_inverses."""
+    return entry_mass(params, meta, table, entry(meta, table, row, outcome)) * inverse[row]
 
 
 @njit(inline="always")

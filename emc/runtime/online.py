@@ -13,9 +13,18 @@ proportion to what the mini-batch touched. When `scale` drifts far from 1, theta
 are rescaled (once in many updates) so nothing under- or overflows.
 
 incremental (Neal & Hinton 1998): each example's statistics s_i are kept (sparse: the entries it
-touched, in a pool), and mu <- mu + s_i' - s_i after each example.
+touched, in a pool), and mu <- mu + s_i' - s_i after each example. A listing pass (the first)
+runs the tracked E-step and records, per example, which entries it wrote, as runs of adjacent
+entries in consecutive rows (a column of an outcome-major table: a word's probability in every
+state). A replay pass (every later one) runs the untracked E-step, as batch EM does, and walks
+the example's runs: no marks, no list compared, and each run's update streams. That is exact as
+long as an example writes no entry outside its list, and lists only grow (a listing pass keeps the
+entries an example wrote before). An entry's posterior is zero only where a factor of every part
+using it is zero, which stays zero (nothing ever adds to an entry of weight zero), or where it
+underflows; so a replayed example can write outside its list only after an underflow in the pass
+that listed it. Such a write stays behind in the dense counts: the variant then lists afresh
+(emc/runtime/variants/incremental.py).
 """
-import numpy as np
 from numba import njit, types
 
 from emc.codegen.abi import ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
@@ -75,69 +84,98 @@ def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, la
     return total, k
 
 
-@njit(cache=True)
-def _same_entries(pool_index, base, length, touched, m):
-    """Whether an example wrote the same entries, in the same order, as last time."""
-    if length != m:
-        return False
-    for t in range(m):
-        if pool_index[base + t] != touched[t + 1]:
-            return False
-    return True
+# The pool of per-example statistics: example e's runs are run_cell/run_row/run_length[first_run[e]:
+# last_run[e]] (run r covers entries run_cell[r] + u and rows run_row[r] + u, u < run_length[r])
+# and their values are pool_value[first_value[e]:], run after run.
+RUNS = types.Tuple((I64, I64, I64, I64, I64, I64, F64))
 
 
-@njit(types.Tuple((types.float64, I32, F64))(
-    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNT_BUFFER, F64,
-    I32, F64, I64, I64, I64), cache=True)
-def incremental_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
-                     pool_index, pool_value, slot_start, slot_length, slot_capacity):
-    """One pass, one example at a time: mu <- mu - s_e + s_e'. Example e's statistics are
-    pool_index/pool_value[slot_start[e]:][:slot_length[e]], with room for slot_capacity[e];
-    slot_start[-1] is the pool's used length. Returns (sum of weighted log Z, the pool arrays,
-    which may have grown)."""
+@njit(types.float64(PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, COUNT_BUFFER, F64,
+                    RUNS), cache=True)
+def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, untracked, log_z, pool):
+    """One pass, one example at a time, over examples listed before: mu <- mu - s_e + s_e', walking
+    e's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
+    theta, row_total, _, _, _ = params
+    counts = untracked[0]
+    first_run, last_run, first_value, run_cell, run_row, run_length, pool_value = pool
+    total = 0.0
+    for q in range(order.shape[0]):
+        ex = order[q]
+        derived = prepare(meta, params)
+        log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], untracked)
+        total += weights[ex] * log_z[q]
+        v = first_value[ex]
+        for r in range(first_run[ex], last_run[ex]):
+            c, w, m = run_cell[r], run_row[r], run_length[r]
+            # slices of known length let the compiler stream the run (about 3x the indexed loop)
+            new, old, th, rt = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m]
+            for u in range(m):
+                change = new[u] - old[u]
+                th[u] = max(th[u] + change, 0.0)  # cancellation can leave -1e-17: clamp
+                rt[u] = max(rt[u] + change, 0.0)
+                old[u] = new[u]
+                new[u] = 0.0
+            v += m
+    return total
+
+
+@njit(types.Tuple((types.float64, RUNS))(
+    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNT_BUFFER, F64, RUNS, RUNS,
+    I64), cache=True)
+def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
+                             listed, relisted, fill):
+    """One pass like incremental_replay_pass with the tracked E-step: each example's statistics
+    leave `listed` (its old runs, if any) and are appended to `relisted` as new runs holding
+    every entry it writes now or held before. fill = (runs, values) used in `relisted`.
+    Returns (sum of weighted log Z, `relisted`, whose arrays may have grown)."""
     theta, row_total, _, _, _ = params
     counts, mark, touched = buffer
+    first_run, last_run, first_value, old_cell, old_row, old_length, old_value = listed
+    _, _, _, run_cell, run_row, run_length, pool_value = relisted
     total = 0.0
-    used = slot_start[slot_start.shape[0] - 1]
     for q in range(order.shape[0]):
         ex = order[q]
         derived = prepare(meta, params)
         touched[0] = 0
         log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], buffer)
         total += weights[ex] * log_z[q]
-        base = slot_start[ex]
         m = touched[0]
-        if _same_entries(pool_index, base, slot_length[ex], touched, m):
-            # the usual case after the first pass: one sweep replaces old counts by new
-            for t in range(m):
-                i = touched[t + 1]
-                change = counts[i] - pool_value[base + t]
-                theta[i] = max(theta[i] + change, 0.0)  # cancellation can leave -1e-17: clamp
-                row_total[row_of[i]] = max(row_total[row_of[i]] + change, 0.0)
-                pool_value[base + t] = counts[i]
-                counts[i] = 0.0
-                mark[i] = 0
-            continue
-        for t in range(slot_length[ex]):
-            i = pool_index[base + t]
-            theta[i] = max(theta[i] - pool_value[base + t], 0.0)
-            row_total[row_of[i]] = max(row_total[row_of[i]] - pool_value[base + t], 0.0)
-        if m > slot_capacity[ex]:
-            if used + m > pool_index.shape[0]:
-                pool_index = grow(pool_index, used + m)
-                pool_value = grow(pool_value, used + m)
-            slot_start[ex] = used
-            slot_capacity[ex] = m
-            used += m
-        base = slot_start[ex]
-        for t in range(m):
-            i = touched[t + 1]
-            pool_index[base + t] = i
-            pool_value[base + t] = counts[i]
-            theta[i] += counts[i]
-            row_total[row_of[i]] += counts[i]
-            counts[i] = 0.0
-            mark[i] = 0
-        slot_length[ex] = m
-    slot_start[slot_start.shape[0] - 1] = used
-    return total, pool_index, pool_value
+        v = first_value[ex]
+        for r in range(first_run[ex], last_run[ex]):
+            for u in range(old_length[r]):
+                i = old_cell[r] + u
+                theta[i] = max(theta[i] - old_value[v], 0.0)
+                row_total[old_row[r] + u] = max(row_total[old_row[r] + u] - old_value[v], 0.0)
+                v += 1
+                if mark[i] == 0:  # held before, not written now: keep it listed
+                    mark[i] = 1
+                    m += 1
+                    touched[m] = i
+        runs, values = fill[0], fill[1]
+        if runs + m > run_cell.shape[0]:
+            run_cell, run_row, run_length = grow(run_cell, runs + m), grow(run_row, runs + m), grow(run_length, runs + m)
+        if values + m > pool_value.shape[0]:
+            pool_value = grow(pool_value, values + m)
+        first_run[ex], first_value[ex] = runs, values
+        for t in range(1, m + 1):
+            i = touched[t]
+            row = row_of[i]
+            if t > 1 and i == touched[t - 1] + 1 and row == run_row[runs - 1] + run_length[runs - 1]:
+                run_length[runs - 1] += 1
+            else:
+                run_cell[runs], run_row[runs], run_length[runs] = i, row, 1
+                runs += 1
+        for r in range(first_run[ex], runs):
+            c, w, n = run_cell[r], run_row[r], run_length[r]
+            new, kept, th, rt, marks = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
+                row_total[w:w + n], mark[c:c + n]
+            for u in range(n):
+                kept[u] = new[u]
+                th[u] += new[u]
+                rt[u] += new[u]
+                new[u] = 0.0
+                marks[u] = 0
+            values += n
+        last_run[ex] = runs
+        fill[0], fill[1] = runs, values
+    return total, (first_run, last_run, first_value, run_cell, run_row, run_length, pool_value)

@@ -4,13 +4,18 @@ after each example mu <- mu + s_i' - s_i, in a fresh random order each pass.
 During the first pass the statistics start from the initial parameters as pseudo-counts (so the
 first examples do not decide everything); when every example has contributed, those pseudo-counts
 are removed from the rows the data reached, and mu is exactly the sum of the s_i from then on.
+
+The first pass lists which entries each example writes; later passes replay those lists (see
+emc/runtime/online.py). A replay pass that leaves counts behind (an example wrote outside its
+list, possible only after an underflow to zero in the pass that listed it) drops them and makes
+the next pass list afresh, so mu is again exactly the sum of the s_i after it.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from emc.runtime.fit import FitState, check_log_z
-from emc.runtime.online import incremental_pass
+from emc.runtime.online import incremental_listing_pass, incremental_replay_pass
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
@@ -29,11 +34,9 @@ class Incremental(Variant):
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
         state.params = statistics_state(state.params, layout, smoothing, start_mass(self.problem, self.settings))
         n = self.problem.n_examples
-        state.extra.update(
-            pseudo_counts=state.params.theta.copy(),
-            pool_index=np.zeros(1 << 16, np.int32), pool_value=np.zeros(1 << 16),
-            slot_start=np.zeros(n + 1, np.int64), slot_length=np.zeros(n, np.int64),
-            slot_capacity=np.zeros(n, np.int64))
+        state.extra.update(pseudo_counts=state.params.theta.copy(), list_next=True,
+                           first_run=np.zeros(n, np.int64), last_run=np.zeros(n, np.int64),
+                           first_value=np.zeros(n, np.int64), **_empty_runs(0, 0))
 
     def finished(self, state: FitState) -> bool:
         return state.step >= self.settings.passes
@@ -43,16 +46,29 @@ class Incremental(Variant):
         x = state.extra
         order = state.rng.permutation(p.n_examples).astype(np.int64)
         module = p.model.module
-        buffer = count_buffer(p.layout)
+        counts, mark, touched = count_buffer(p.layout)
+        listing = bool(x["list_next"])
+        if listing:
+            relisted = _empty_runs(len(x["run_cell"]) or 1 << 16, len(x["pool_value"]) or 1 << 16, np.empty)
+            fill = np.zeros(2, np.int64)
         total = 0.0
-        for _, part in self.slices(order):
+        for start, part in self.slices(order):
+            if listing and start > 0:
+                relisted = _reserve(relisted, fill, start, p.n_examples)
             log_z = np.empty(len(part))
-            done, x["pool_index"], x["pool_value"] = incremental_pass(
-                module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
-                state.params.abi(), p.layout.row_of, buffer, log_z, x["pool_index"], x["pool_value"],
-                x["slot_start"], x["slot_length"], x["slot_capacity"])
+            common = (module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
+                      state.params.abi())
+            if listing:
+                done, grown = incremental_listing_pass(*common, p.layout.row_of, (counts, mark, touched), log_z,
+                                                       _pool(x), _pool(x, relisted), fill)
+                relisted = dict(zip(RUN_ARRAYS, grown[3:]))
+            else:
+                done = incremental_replay_pass(*common, (counts, mark, touched[:0]), log_z, _pool(x))
             check_log_z(p, part, log_z)
             total += done
+        if listing:
+            x.update(relisted)  # spare room included: trimming would copy the whole pool
+        x["list_next"] = bool(counts.any())  # a replayed example wrote outside its list: list afresh
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)
@@ -72,3 +88,31 @@ class Incremental(Variant):
         totals = np.bincount(layout.row_of, weights=state.params.theta, minlength=layout.n_rows)
         for t in layout.learned():
             state.params.row_total[t.row_slice] = totals[t.row_slice]
+
+
+RUN_ARRAYS = ("run_cell", "run_row", "run_length", "pool_value")
+
+
+def _empty_runs(runs: int, values: int, allocate=np.zeros) -> dict[str, np.ndarray]:
+    return {"run_cell": allocate(runs, np.int64), "run_row": allocate(runs, np.int64),
+            "run_length": allocate(runs, np.int64), "pool_value": allocate(values)}
+
+
+def _reserve(runs: dict, fill: np.ndarray, visited: int, n: int) -> dict[str, np.ndarray]:
+    """Room for the whole pass at the rate of the examples visited so far (they are a random
+    sample), so the pool is not regrown (and its new memory first touched) again and again."""
+    out = dict(runs)
+    for keys, used in ((RUN_ARRAYS[:3], fill[0]), (RUN_ARRAYS[3:], fill[1])):
+        need = int(used / visited * n * 1.1) + 1
+        for k in keys:
+            if len(out[k]) < need:
+                out[k] = np.empty(max(need, len(out[k]) * 5 // 4), out[k].dtype)
+                out[k][:used] = runs[k][:used]
+    return out
+
+
+def _pool(extra: dict, runs: dict | None = None) -> tuple[np.ndarray, ...]:
+    """The pool tuple of emc/runtime/online.py: the per-example index from `extra`, the runs from
+    `runs` (default: `extra`'s own)."""
+    runs = extra if runs is None else runs
+    return (extra["first_run"], extra["last_run"], extra["first_value"]) + tuple(runs[k] for k in RUN_ARRAYS)
