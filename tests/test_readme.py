@@ -12,4 +12,4 @@ def test_ci_runs_the_readmes_test_command():
     assert (demo, test) == ("make demo", "make test")
     commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
-    assert commands[-1] == test
+    assert commands == [test]
