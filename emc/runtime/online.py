@@ -22,20 +22,19 @@ long as an example writes no entry outside its list, and lists only grow (a list
 entries an example wrote before). An entry's posterior is zero only where a factor of every part
 using it is zero, which stays zero (nothing ever adds to an entry of weight zero), or where it
 underflows; so a replayed example can write outside its list only after an underflow in the pass
-that listed it. Such a write stays behind in the dense counts: the variant then lists afresh
-(emc/runtime/variants/incremental.py).
+that listed it (the first pass starts from positive parameters). Such a write either stays behind
+in the dense counts, and the variant then lists afresh (emc/runtime/variants/incremental.py), or
+a later example whose list holds that entry takes it in with its own: mu then stays exactly the
+sum of the kept statistics, with that mass kept under the other example.
 """
 from numba import njit, types
 
-from emc.codegen.abi import ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
+from emc.codegen.abi import COUNTS, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
 from emc.runtime.kernels import grow
 from emc.structures.semiring import SUM
 
 I64 = types.int64[::1]
-I32 = types.int32[::1]
 F64 = types.float64[::1]
-U8 = types.uint8[::1]
-COUNT_BUFFER = types.Tuple((F64, U8, I64))
 
 # Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW].
 RESCALE_BELOW = 1e-100
@@ -53,7 +52,7 @@ def _rescale(theta, row_total, scale):
 
 @njit(types.Tuple((types.float64, types.int64))(
     PREPARE_FUNCTION, ESTEP_FUNCTION, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META,
-    PARAMS, I64, COUNT_BUFFER, F64), cache=True)
+    PARAMS, I64, COUNTS, F64), cache=True)
 def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, layout, meta, params, row_of,
                   buffer, log_z):
     """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far)."""
@@ -84,20 +83,21 @@ def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, la
     return total, k
 
 
-# The pool of per-example statistics: example e's runs are run_cell/run_row/run_length[first_run[e]:
-# last_run[e]] (run r covers entries run_cell[r] + u and rows run_row[r] + u, u < run_length[r])
-# and their values are pool_value[first_value[e]:], run after run.
-RUNS = types.Tuple((I64, I64, I64, I64, I64, I64, F64))
+# The pool of per-example statistics: example e's runs are run_cell/run_length[first_run[e]:
+# last_run[e]] (run r covers entries run_cell[r] + u, in rows row_of[run_cell[r]] + u, for
+# u < run_length[r]) and their values are pool_value[first_value[e]:], run after run.
+RUNS = types.Tuple((I64, I64, I64, I64, I64, F64))
 
 
-@njit(types.float64(PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, COUNT_BUFFER, F64,
-                    RUNS), cache=True)
-def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, untracked, log_z, pool):
+@njit(types.float64(PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS,
+                    F64, RUNS), cache=True)
+def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, untracked, log_z,
+                            pool):
     """One pass, one example at a time, over examples listed before: mu <- mu - s_e + s_e', walking
     e's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
     counts = untracked[0]
-    first_run, last_run, first_value, run_cell, run_row, run_length, pool_value = pool
+    first_run, last_run, first_value, run_cell, run_length, pool_value = pool
     total = 0.0
     for q in range(order.shape[0]):
         ex = order[q]
@@ -106,7 +106,8 @@ def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, 
         total += weights[ex] * log_z[q]
         v = first_value[ex]
         for r in range(first_run[ex], last_run[ex]):
-            c, w, m = run_cell[r], run_row[r], run_length[r]
+            c, m = run_cell[r], run_length[r]
+            w = row_of[c]
             # slices of known length let the compiler stream the run (about 3x the indexed loop)
             new, old, th, rt = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m]
             for u in range(m):
@@ -120,7 +121,7 @@ def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, 
 
 
 @njit(types.Tuple((types.float64, RUNS))(
-    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNT_BUFFER, F64, RUNS, RUNS,
+    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS,
     I64), cache=True)
 def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
                              listed, relisted, fill):
@@ -130,8 +131,8 @@ def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta,
     Returns (sum of weighted log Z, `relisted`, whose arrays may have grown)."""
     theta, row_total, _, _, _ = params
     counts, mark, touched = buffer
-    first_run, last_run, first_value, old_cell, old_row, old_length, old_value = listed
-    _, _, _, run_cell, run_row, run_length, pool_value = relisted
+    first_run, last_run, first_value, old_cell, old_length, old_value = listed
+    _, _, _, run_cell, run_length, pool_value = relisted
     total = 0.0
     for q in range(order.shape[0]):
         ex = order[q]
@@ -145,7 +146,7 @@ def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta,
             for u in range(old_length[r]):
                 i = old_cell[r] + u
                 theta[i] = max(theta[i] - old_value[v], 0.0)
-                row_total[old_row[r] + u] = max(row_total[old_row[r] + u] - old_value[v], 0.0)
+                row_total[row_of[i]] = max(row_total[row_of[i]] - old_value[v], 0.0)
                 v += 1
                 if mark[i] == 0:  # held before, not written now: keep it listed
                     mark[i] = 1
@@ -153,20 +154,20 @@ def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta,
                     touched[m] = i
         runs, values = fill[0], fill[1]
         if runs + m > run_cell.shape[0]:
-            run_cell, run_row, run_length = grow(run_cell, runs + m), grow(run_row, runs + m), grow(run_length, runs + m)
+            run_cell, run_length = grow(run_cell, runs + m), grow(run_length, runs + m)
         if values + m > pool_value.shape[0]:
             pool_value = grow(pool_value, values + m)
         first_run[ex], first_value[ex] = runs, values
         for t in range(1, m + 1):
             i = touched[t]
-            row = row_of[i]
-            if t > 1 and i == touched[t - 1] + 1 and row == run_row[runs - 1] + run_length[runs - 1]:
+            if t > 1 and i == touched[t - 1] + 1 and row_of[i] == row_of[i - 1] + 1:
                 run_length[runs - 1] += 1
             else:
-                run_cell[runs], run_row[runs], run_length[runs] = i, row, 1
+                run_cell[runs], run_length[runs] = i, 1
                 runs += 1
         for r in range(first_run[ex], runs):
-            c, w, n = run_cell[r], run_row[r], run_length[r]
+            c, n = run_cell[r], run_length[r]
+            w = row_of[c]
             new, kept, th, rt, marks = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
                 row_total[w:w + n], mark[c:c + n]
             for u in range(n):
@@ -178,4 +179,4 @@ def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta,
             values += n
         last_run[ex] = runs
         fill[0], fill[1] = runs, values
-    return total, (first_run, last_run, first_value, run_cell, run_row, run_length, pool_value)
+    return total, (first_run, last_run, first_value, run_cell, run_length, pool_value)

@@ -8,7 +8,7 @@ are removed from the rows the data reached, and mu is exactly the sum of the s_i
 The first pass lists which entries each example writes; later passes replay those lists (see
 emc/runtime/online.py). A replay pass that leaves counts behind (an example wrote outside its
 list, possible only after an underflow to zero in the pass that listed it) drops them and makes
-the next pass list afresh, so mu is again exactly the sum of the s_i after it.
+the next pass list afresh, so mu is again exactly the sum of the kept statistics after it.
 """
 from __future__ import annotations
 
@@ -63,11 +63,12 @@ class Incremental(Variant):
                                                        _pool(x), _pool(x, relisted), fill)
                 relisted = dict(zip(RUN_ARRAYS, grown[3:]))
             else:
-                done = incremental_replay_pass(*common, (counts, mark, touched[:0]), log_z, _pool(x))
+                done = incremental_replay_pass(*common, p.layout.row_of, (counts, mark, touched[:0]), log_z, _pool(x))
             check_log_z(p, part, log_z)
             total += done
         if listing:
-            x.update(relisted)  # spare room included: trimming would copy the whole pool
+            # trimmed (one copy per listing pass), so checkpoints hold no spare room
+            x.update({k: v[:fill[0] if k != "pool_value" else fill[1]].copy() for k, v in relisted.items()})
         x["list_next"] = bool(counts.any())  # a replayed example wrote outside its list: list afresh
         if state.step == 0:
             self._remove_pseudo_counts(state)
@@ -90,19 +91,19 @@ class Incremental(Variant):
             state.params.row_total[t.row_slice] = totals[t.row_slice]
 
 
-RUN_ARRAYS = ("run_cell", "run_row", "run_length", "pool_value")
+RUN_ARRAYS = ("run_cell", "run_length", "pool_value")
 
 
 def _empty_runs(runs: int, values: int, allocate=np.zeros) -> dict[str, np.ndarray]:
-    return {"run_cell": allocate(runs, np.int64), "run_row": allocate(runs, np.int64),
-            "run_length": allocate(runs, np.int64), "pool_value": allocate(values)}
+    return {"run_cell": allocate(runs, np.int64), "run_length": allocate(runs, np.int64),
+            "pool_value": allocate(values)}
 
 
 def _reserve(runs: dict, fill: np.ndarray, visited: int, n: int) -> dict[str, np.ndarray]:
     """Room for the whole pass at the rate of the examples visited so far (they are a random
     sample), so the pool is not regrown (and its new memory first touched) again and again."""
     out = dict(runs)
-    for keys, used in ((RUN_ARRAYS[:3], fill[0]), (RUN_ARRAYS[3:], fill[1])):
+    for keys, used in ((RUN_ARRAYS[:2], fill[0]), (RUN_ARRAYS[2:], fill[1])):
         need = int(used / visited * n * 1.1) + 1
         for k in keys:
             if len(out[k]) < need:
