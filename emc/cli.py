@@ -156,7 +156,24 @@ def cmd_compile(args) -> int:
 
 FIT_EPILOG = """
 algorithms (--algorithm):
-  batch        batch EM (Dempster, Laird & Rubin 1977); --iterations, --tolerance
+  batch        batch EM (Dempster, Laird & Rubin 1977): expected counts over the corpus, then the
+               M-step; never lowers the objective. --iterations 100, --tolerance 1e-6
+  incremental  incremental EM (Neal & Hinton 1998): keeps each example's counts s_i and after each
+               example sets mu <- mu + s_i' - s_i; fresh random order each pass. --passes 10
+  stepwise     stepwise (online) EM (Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009):
+               mini-batches of m, mu <- (1 - eta_k) mu + eta_k s with eta_k = (k + 2)^-alpha, a sparse
+               update. --alpha 0.7, --batch-size 1, --passes 10 (m >= 100 learns far slower)
+  hard         hard (Viterbi) EM: counts from the single best structure. --iterations
+  annealed     deterministic annealing (Smith & Eisner 2004): scores raised to beta, from --beta-min
+               1e-4 growing by --beta-factor 1.2 each time EM converges at that beta
+               (--anneal-tolerance 1e-4), until 1
+  skewed       skewed annealing (Smith & Eisner 2004, section 5): the E-step interpolates in the log
+               domain between the model's posterior and the initial model's (--init RUN, --init
+               labeled, or a structure's initializer); beta = 1 is plain EM. Flags as annealed
+  vb           variational Bayes (Beal 2003; Johnson 2007): mean-field with Dirichlet priors,
+               exp(digamma) weights; objective: the evidence lower bound. --vb-alpha 0.1
+Priors and smoothing come from the spec (`smooth add(a)`, `prior dirichlet(a)`, `prior sparse(alpha,
+beta)`, the smoothed-L0 prior of Vaswani et al. 2010) and can be overridden: --smooth, --prior.
 
 data:
   Empty lines are skipped when fitting (their number is reported) and printed as empty lines when
