@@ -40,10 +40,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import DATA as SHARED  # noqa: E402  (EMC_SHARED_DATA, else ../shared/data)
 from emc.cli import main  # noqa: E402
 from emc.io.readers import read_lines  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "20news"
+DATA = SHARED / "20news"
 TRAIN = DATA / "20news-bydate-train.jsonl.gz"
 TEST = DATA / "20news-bydate-test.jsonl.gz"
 SPEC = ROOT / "specs" / "naive_bayes.em"
