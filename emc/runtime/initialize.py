@@ -20,7 +20,6 @@ import numpy as np
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Problem
-from emc.runtime.settings import ONLINE_ALGORITHMS
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -37,9 +36,12 @@ def init_noise(problem: Problem, settings) -> float:
     pseudo-count per row (ONLINE_START_MASS "row") the first mini-batches would otherwise decide
     every state alike; a more varied start keeps the states apart (the chain's choice and what it
     gains: emc/structures/chain/data.py). Batch EM keeps 1, which is what it is measured with."""
+    from emc.runtime.variants import VARIANTS  # the variants import the driver, which imports this
+
     if settings.init_noise is not None:
         return settings.init_noise
-    if settings.algorithm in ONLINE_ALGORITHMS:
+    variant = VARIANTS.get(settings.algorithm)
+    if variant is not None and variant.weighs_start:
         return getattr(problem.model.data, "ONLINE_INIT_NOISE", 1.0)
     return 1.0
 

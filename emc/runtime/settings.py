@@ -5,9 +5,6 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
-# The variants that weigh the start as statistics (start_mass) and may start noisier (init_noise).
-ONLINE_ALGORITHMS = ("stepwise", "incremental")
-
 
 @dataclass
 class FitSettings:

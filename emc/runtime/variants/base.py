@@ -16,6 +16,7 @@ class Variant:
     name = ""
     paper = ""
     converges = True  # relative-objective convergence applies
+    weighs_start = False  # the start counts as statistics (online_state.statistics_state): see init_noise
 
     def __init__(self, problem: Problem, executor: LocalExecutor, settings: FitSettings):
         # progress(done, total) inside a long pass (online variants report it per slice)

@@ -25,6 +25,7 @@ class Incremental(Variant):
     name = "incremental"
     paper = "Neal & Hinton 1998"
     converges = False
+    weighs_start = True
 
     def start(self, state: FitState) -> None:
         if not self.executor.in_process:

@@ -21,6 +21,7 @@ class Stepwise(Variant):
     name = "stepwise"
     paper = "Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009"
     converges = False
+    weighs_start = True
 
     def start(self, state: FitState) -> None:
         if not 0.5 < self.settings.alpha <= 1.0:
