@@ -22,7 +22,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory):
     """Generated modules and numba's cache go to a per-session folder unless EMC_CACHE_DIR is set
-    (CI sets it, so a second run of the suite reuses compiled code)."""
+    (set it yourself to reuse compiled code across runs of the suite; .ci/run does not)."""
     if not os.environ.get("EMC_CACHE_DIR"):
         os.environ["EMC_CACHE_DIR"] = str(tmp_path_factory.mktemp("emc-cache"))
     yield

@@ -11,7 +11,18 @@ import numpy as np
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.params import ParamState, normalize_rows
 from emc.runtime.problem import Model, Problem, bind
+from emc.spec.check import check
+from emc.spec.parse import parse_text
 from emc.structures.semiring import MAX, SUM
+
+# Tiny data in each structure's default input format.
+TINY = {
+    "chain": ["a b c", "b c a a", "c a", "a b", "b b c a"],
+    "segmentation": ["abcab", "cabab", "abc", "bca", "aabcc"],
+    "alignment": ["a b ||| x y", "b c ||| y z z", "a ||| x", "c a ||| z x"],
+    "spantree": ["D N V", "D N V D N", "N V", "D A N V"],
+    "label": ["a b c a", "b c c", "a a b", "c b", "a c b b"],
+}
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> Path:
@@ -28,6 +39,15 @@ def problem_from_lines(tmp_path: Path, spec: str, lines: list[str], options: dic
     vocabs: dict = {}
     corpus = model.read(str(data), options, vocabs)
     return bind(model, corpus, vocabs, options)
+
+
+def tiny_problem(tmp_path: Path, spec: Path | str, options: dict | None = None) -> Problem:
+    """A problem over the structure's TINY data, for a spec file (a Path) or spec text; a chain
+    gets 2 states and a label 2 classes, whatever the spec says, to keep it small."""
+    text = spec.read_text() if isinstance(spec, Path) else spec
+    structure = check(parse_text(text, "test.em")).structure.name
+    overrides = {"states": 2} if structure == "chain" else {"classes": 2} if structure == "label" else {}
+    return problem_from_lines(tmp_path, text, TINY[structure], options, overrides)
 
 
 def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0) -> ParamState:

@@ -1,7 +1,10 @@
 """The language's meaning, written independently of the code generator: every latent structure of
 an example as its parts, each part as the ids of its attributes, and a factor's firing as the
 mixed-radix (row, outcome) of its attributes. check_against_enumeration then compares any spec's
-generated E-step and decoder with this brute force (tests/test_properties.py)."""
+generated E-step and decoder with this brute force (tests/test_properties.py).
+
+Also the textbook incremental EM update over whole dense tables (dense_incremental), which the
+sparse online code is checked against (tests/test_variants.py, test_every_variant_on_every_spec.py)."""
 from __future__ import annotations
 
 import itertools
@@ -10,7 +13,13 @@ from typing import Callable
 import numpy as np
 
 from emc.io.views import apply_views
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.initialize import initial_params
+from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
+from emc.runtime.settings import FitSettings
+from emc.runtime.variants.online_state import start_mass
+from emc.structures.semiring import SUM
 from helpers_alignment import NULL, jump_bucket, shared_by
 
 Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
@@ -172,7 +181,54 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return int(decoded[0])
     if name == "alignment":  # a source position per target word, NULL = -1
         return tuple(int(i) for i in decoded)
-    if name == "spantree":  # a 0/1 flag per non-empty span
+    if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included
         n = int(problem.corpus.lengths()[example])
-        return frozenset(problem.model.data.decoded_spans(decoded, n) | {(i, i + 1) for i in range(n)} | {(0, n)})
+        return frozenset(problem.model.data.decoded_spans(decoded, n))
     raise KeyError(name)
+
+
+def pseudo_counts(params: ParamState, layout, mass) -> np.ndarray:
+    """The starting statistics: the initial parameters, one pseudo-count per entry on average
+    (mass "entry") or per row ("row")."""
+    mu = params.weights(layout)
+    if mass == "entry":
+        for t in layout.learned():
+            mu[t.entries] *= t.row_sizes()[t.local_rows()]
+    return mu
+
+
+def normalise(mu: np.ndarray, layout, settings: FitSettings) -> np.ndarray:
+    """Statistics to parameters: each learned row (plus its smoothing) divided by its total."""
+    out = mu.copy()
+    for t in layout.learned():
+        smoothing, _ = settings.regularizers.get(t.name, (t.smoothing, None))
+        rows = t.local_rows()
+        totals = t.row_sums(out)
+        out[t.entries] = (out[t.entries] + smoothing) / (totals[rows] + smoothing * t.row_sizes()[rows])
+    return out
+
+
+def dense_incremental(problem: Problem, settings: FitSettings) -> np.ndarray:
+    """Incremental EM as the textbook writes it: keep each example's expected counts, replace
+    them in the running total after each example's E-step, and drop the starting pseudo-counts
+    of every row the data reached after the first pass."""
+    rng = np.random.default_rng(settings.seed)
+    layout = problem.layout
+    executor = LocalExecutor(problem, threads=1)
+    params = initial_params(problem, settings, executor, rng)  # the structure's own start (the CCM's split)
+    learned = layout.learned_mask()
+    mu = pseudo_counts(params, layout, start_mass(problem, settings))
+    pseudo = np.where(learned, mu, 0.0)
+    stats = {}
+    for p in range(settings.passes):
+        for ex in rng.permutation(problem.n_examples):
+            s = executor.estep(ParamState.plain(normalise(mu, layout, settings), layout), np.array([ex]), SUM,
+                               np.ones(1)).counts
+            mu[learned] += s[learned] - stats.get(ex, np.zeros_like(s))[learned]
+            stats[ex] = s
+        if p == 0:
+            total = sum(stats.values())
+            reached = np.bincount(layout.row_of, weights=total, minlength=layout.n_rows) > 0
+            drop = learned & reached[layout.row_of]
+            mu[drop] -= pseudo[drop]
+    return normalise(mu, layout, settings)

@@ -10,11 +10,8 @@ import pytest
 from conftest import ROOT
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
-from emc.spec.check import check
-from emc.spec.parse import parse_text
 from emc.structures.catalog import catalog_markdown
-from helpers import problem_from_lines
-from test_every_variant_on_every_spec import TINY
+from helpers import tiny_problem
 
 GUIDE = (ROOT / "docs" / "writing-models.md").read_text()
 SPECS = re.findall(r"```em\n(.*?)```", GUIDE, re.S)
@@ -27,10 +24,7 @@ def test_the_guide_has_specs():
 
 @pytest.mark.parametrize("text", SPECS, ids=lambda t: re.search(r"model (\w+)", t).group(1))
 def test_every_spec_in_the_guide_checks_and_fits(tmp_path, text):
-    model = check(parse_text(text, "guide.em"))
-    structure = model.structure.name
-    overrides = {"states": 2} if structure == "chain" else {"classes": 2} if structure == "label" else {}
-    problem = problem_from_lines(tmp_path, text, TINY[structure], overrides=overrides)
+    problem = tiny_problem(tmp_path, text)
     result = fit(problem, FitSettings(iterations=2, tolerance=0, eval_every=0))
     assert np.isfinite(result.objective)
 

@@ -14,15 +14,16 @@ from hypothesis import strategies as st
 from emc.runtime.fit import fit
 from emc.runtime.problem import Model
 from emc.runtime.settings import FitSettings
+from emc.runtime.variants import VARIANTS
 from emc.spec.check import check
-from emc.spec.errors import EmcError
+from emc.spec.errors import SpecError
 from emc.spec.parse import parse_text
 from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import ENUMERATORS, decoded_form
 
 VIEWS = ["", ".lower", ".suffix(1)", ".prefix(1)", ".shape", ".length", ".lower.suffix(2)"]
 REGULARIZERS = ["", " smooth add(0.5)", " prior dirichlet(1.5)", " smooth add(0.1) prior dirichlet(2)"]
-ALGORITHMS = ["batch", "incremental", "stepwise", "hard", "annealed", "skewed", "vb"]
+ALGORITHMS = list(VARIANTS)
 
 
 @st.composite
@@ -168,10 +169,11 @@ def test_mutated_specs_give_clear_errors(base, where, cut, insert):
     text = base[:at] + insert + base[at + cut:]
     try:
         check(parse_text(text, "mutant.em"))
-    except EmcError as err:
-        message = str(err)
-        assert message.startswith("mutant.em") or message.startswith("--set"), message
-        assert "Traceback" not in message
+    except SpecError as err:  # anything else (a DataError, an internal exception) fails the test
+        lines = text.count("\n") + 1
+        for d in err.diagnostics:  # each problem named by a place in the mutant, with a message
+            assert d.path == "mutant.em" and 1 <= d.pos.line <= lines and d.message.strip(), str(err)
+        assert str(err).startswith(f"mutant.em:{err.first.pos.line}:{err.first.pos.column}: error: "), str(err)
 
 
 def test_a_valid_spec_compiles_once_per_text():

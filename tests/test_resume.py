@@ -3,7 +3,6 @@ the parameters of an uninterrupted run; Ctrl-C saves the model so far and exits 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -15,7 +15,7 @@ from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
 from emc.structures.spantree.data import INITIALIZERS, nonempty_spans
 from helpers import check_against_enumeration, problem_from_lines, random_params
-from reference import binary_trees
+from reference import binary_trees, decoded_form
 
 # Model 2's yield block (rows over constituent x length) and a fixed weight over the numeric
 # length cover every attribute of the span slot.
@@ -50,11 +50,6 @@ def span_firings(problem, example: int, tree: frozenset) -> list[tuple[str, int,
     return firings
 
 
-def decoded_tree(decoded: np.ndarray) -> frozenset:
-    n = round((math.sqrt(8 * len(decoded) + 1) - 1) / 2)
-    return frozenset(span for span, flag in zip(nonempty_spans(n), decoded) if flag)
-
-
 sentences = st.lists(st.lists(st.sampled_from(SYMBOLS), min_size=1, max_size=6), min_size=1, max_size=3)
 
 
@@ -65,7 +60,8 @@ def test_spantree_matches_enumeration(tmp_path, data, empty, seed, zeros):
     params = random_params(problem, np.random.default_rng(seed), zeros)
     for example, sentence in enumerate(data):
         trees = [(span_firings(problem, example, tree), tree) for tree in binary_trees(0, len(sentence))]
-        check_against_enumeration(problem, params, example, trees, decoded_tree)
+        check_against_enumeration(problem, params, example, trees,
+                                  lambda decoded, ex=example: decoded_form(problem, ex, decoded))
 
 
 def test_the_length_weight_sees_lengths_not_ids(tmp_path):

@@ -17,10 +17,12 @@ from emc.runtime.mstep import maximize_table
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.settings import FitSettings
 from emc.runtime.sparse_prior import FLOOR, maximize_row, objective
+from emc.runtime.variants import VARIANTS
 from emc.runtime.variants.online_state import start_mass
 from emc.spec.check import Prior
 from emc.structures.semiring import SUM
 from helpers import problem_from_lines
+from reference import dense_incremental, normalise, pseudo_counts
 
 HMM = (ROOT / "specs" / "hmm.em").read_text()
 SENTENCES = ["a b c d", "b c a", "d d a b c", "c a", "a b b c d a", "b", "d c b a", "a c"] * 3
@@ -58,32 +60,12 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
         order = rng.permutation(problem.n_examples)
         for start in range(0, len(order), settings.batch_size):
             batch = order[start:start + settings.batch_size]
-            weights = ParamState.plain(_normalise(mu, layout, settings), layout)
+            weights = ParamState.plain(normalise(mu, layout, settings), layout)
             s = executor.estep(weights, batch, SUM, np.ones(len(batch))).counts
             eta = (k + 2.0) ** -settings.alpha
             mu[learned] = (1 - eta) * mu[learned] + eta * s[learned]
             k += 1
-    return _normalise(mu, layout, settings)
-
-
-def pseudo_counts(params, layout, mass):
-    """The starting statistics: the initial parameters, one pseudo-count per entry on average
-    (mass "entry") or per row ("row")."""
-    mu = params.weights(layout)
-    if mass == "entry":
-        for t in layout.learned():
-            mu[t.entries] *= t.row_sizes()[t.local_rows()]
-    return mu
-
-
-def _normalise(mu, layout, settings):
-    out = mu.copy()
-    for t in layout.learned():
-        smoothing, _ = settings.regularizers.get(t.name, (t.smoothing, None))
-        rows = t.local_rows()
-        totals = t.row_sums(out)
-        out[t.entries] = (out[t.entries] + smoothing) / (totals[rows] + smoothing * t.row_sizes()[rows])
-    return out
+    return normalise(mu, layout, settings)
 
 
 @pytest.mark.parametrize("batch_size,alpha,smoothing,mass", [(1, 0.7, 0.0, None), (3, 0.6, 0.0, "entry"),
@@ -111,29 +93,6 @@ def test_stepwise_rejects_an_alpha_out_of_range(problem):
 
 
 # --- incremental ------------------------------------------------------------------------------
-
-def dense_incremental(problem, settings: FitSettings) -> np.ndarray:
-    rng = np.random.default_rng(settings.seed)
-    layout = problem.layout
-    executor = LocalExecutor(problem, threads=1)
-    params = initial_params(problem, settings, executor, rng)  # the structure's own start (the CCM's split)
-    learned = layout.learned_mask()
-    mu = pseudo_counts(params, layout, start_mass(problem, settings))
-    pseudo = np.where(learned, mu, 0.0)
-    stats = {}
-    for p in range(settings.passes):
-        for ex in rng.permutation(problem.n_examples):
-            s = executor.estep(ParamState.plain(_normalise(mu, layout, settings), layout), np.array([ex]), SUM,
-                               np.ones(1)).counts
-            mu[learned] += s[learned] - stats.get(ex, np.zeros_like(s))[learned]
-            stats[ex] = s
-        if p == 0:
-            total = sum(stats.values())
-            reached = np.bincount(layout.row_of, weights=total, minlength=layout.n_rows) > 0
-            drop = learned & reached[layout.row_of]
-            mu[drop] -= pseudo[drop]
-    return _normalise(mu, layout, settings)
-
 
 @pytest.mark.parametrize("mass", ["entry", "row"])
 def test_incremental_keeps_each_examples_statistics(problem, mass):
@@ -295,7 +254,7 @@ def test_restarts_keep_the_best_and_log_all(problem):
     assert sorted({r["restart"] for r in result.history}) == [0, 1, 2]
 
 
-@pytest.mark.parametrize("algorithm", ["batch", "incremental", "stepwise", "hard", "annealed", "skewed", "vb"])
+@pytest.mark.parametrize("algorithm", list(VARIANTS))
 def test_same_seed_same_parameters_and_threads_agree(problem, algorithm):
     s = base(algorithm=algorithm, iterations=4, passes=2, beta_min=0.3, beta_factor=2.0)
     two = [fit(problem, replace(s, threads=2)).params.weights(problem.layout) for _ in range(2)]
