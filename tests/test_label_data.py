@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
 from emc.io.documents import frequency_cutoff, strip_headers, tokenize
+from emc.runtime.job import Job, prepare
 from emc.runtime.problem import Model, bind
 from emc.spec.errors import DataError, EmcError
 
+SPEC = str(ROOT / "specs" / "naive_bayes.em")
 NAIVE_BAYES = (ROOT / "specs" / "naive_bayes.em").read_text()
 
 
@@ -46,15 +50,82 @@ def test_frequency_cutoff_removes_the_most_frequent_and_the_rare():
 def test_cutoff_applies_at_fit_and_a_trained_vocabulary_keeps_its_words(tmp_path, model):
     train = tmp_path / "train.txt"
     train.write_text("the cat the dog\nthe cat sat\nthe cat\n\nthe\n")
+    options = {"stop_words": 1, "min_count": 2}
     vocabs: dict = {}
-    corpus = read(model, train, vocabs, stop_words=1, min_count=2)
-    vocab = vocabs["vocab:d"]
+    problem = bind(model, read(model, train, vocabs, **options), vocabs, options)
+    vocab = problem.vocabs["vocab:d"]
     assert vocab.values == ["<unk>", "cat"]
-    assert [corpus.fields["d"].tokens(i) for i in range(5)] == [["cat"], ["cat"], ["cat"], [], []]
+    assert problem.kept.tolist() == [0, 1, 2]  # the blank line and the one cut to nothing are skipped
+    assert [problem.corpus.fields["d"].tokens(i) for i in range(3)] == [["cat"], ["cat"], ["cat"]]
     test = tmp_path / "test.txt"
     test.write_text("a new cat and the dog\n")
-    again = read(model, test, vocabs, stop_words=1, min_count=2)
-    assert again.fields["d"].tokens(0) == ["cat"] and len(vocab) == 2
+    vocabs = {k: v.copy() for k, v in problem.vocabs.items()}
+    trained = {"args": problem.args, "labels": problem.labels, "vocab_sizes": {"vocab:d": len(vocab)}}
+    again = bind(model, read(model, test, vocabs, **options), vocabs, options, trained=trained)
+    assert again.corpus.fields["d"].tokens(0) == ["cat"] and again.vocabs["vocab:d"].values == ["<unk>", "cat"]
+    test.write_text("only new words\n")
+    vocabs = {k: v.copy() for k, v in problem.vocabs.items()}
+    with pytest.raises(DataError, match="test.txt: error: no document has a word of the trained vocabulary"):
+        bind(model, read(model, test, vocabs, **options), vocabs, options, trained=trained)
+    vocabs = {}
+    with pytest.raises(DataError, match=r"test.txt: error: no document has a word that passes the cut-off"):
+        bind(model, read(model, test, vocabs, min_count=2), vocabs, {"min_count": 2})
+
+
+def job(tmp_path, data, labeled=None, **options) -> Job:
+    return Job(NAIVE_BAYES, "naive_bayes.em", {"classes": 2}, [str(tmp_path / name) for name in data], options, {},
+               labeled=None if labeled is None else str(tmp_path / labeled))
+
+
+def test_every_training_file_adds_its_words_and_the_cutoff_counts_them_all(tmp_path):
+    (tmp_path / "f1.txt").write_text("a b\na c\n")
+    (tmp_path / "f2.txt").write_text("x y\nb x\n")  # no word of f2 is frequent in f1
+    problem = prepare(job(tmp_path, ["f1.txt", "f2.txt"])).problem
+    assert problem.vocabs["vocab:d"].values == ["<unk>", "a", "b", "c", "x", "y"]
+    assert problem.corpus.fields["d"].tokens(2) == ["x", "y"]
+    cut = prepare(job(tmp_path, ["f1.txt", "f2.txt"], min_count=2)).problem
+    assert cut.vocabs["vocab:d"].values == ["<unk>", "a", "b", "x"]  # b and x: twice over both files
+    assert [cut.corpus.fields["d"].tokens(i) for i in range(4)] == [["a", "b"], ["a"], ["x"], ["b", "x"]]
+
+
+def test_labeled_file_adds_its_words(tmp_path):
+    (tmp_path / "u.jsonl").write_text('{"text": "a b", "label": "y"}\n{"text": "b c"}\n')
+    (tmp_path / "l.jsonl").write_text('{"text": "b new", "label": "y"}\n{"text": "words", "label": "n"}\n')
+    problem = prepare(job(tmp_path, ["u.jsonl"], labeled="l.jsonl", format="jsonl")).problem
+    assert problem.vocabs["vocab:d"].values == ["<unk>", "a", "b", "c", "new", "words"]
+    assert problem.labels == {"classes": ["n", "y"]}
+
+
+def test_init_run_keeps_exactly_its_vocabulary(tmp_path):
+    from emc.cli import main
+
+    (tmp_path / "f1.txt").write_text("a b\na c\nb c\n")
+    (tmp_path / "f2.txt").write_text("a new\nunseen\n")
+    run = tmp_path / "run"
+    assert main(["fit", SPEC, str(tmp_path / "f1.txt"), "--classes", "2", "--iterations", "2", "--quiet",
+                 "--out", str(run)]) == 0
+    problem = prepare(replace(job(tmp_path, ["f2.txt"]), init_run=str(run))).problem
+    assert problem.vocabs["vocab:d"].values == ["<unk>", "a", "b", "c"]
+    assert problem.kept.tolist() == [0] and problem.corpus.fields["d"].tokens(0) == ["a"]
+
+
+def test_examples_of_several_files_name_their_own_file_and_line(tmp_path, model):
+    (tmp_path / "a.txt").write_text("a b\n\nc\n")
+    (tmp_path / "b.txt").write_text("d\ne f\n")
+    vocabs: dict = {}
+    corpus = read(model, tmp_path / "a.txt", vocabs).concat(read(model, tmp_path / "b.txt", vocabs), labeled=False)
+    where = [(Path(path).name, line) for path, line in map(corpus.location, range(len(corpus)))]
+    assert where == [("a.txt", 1), ("a.txt", 2), ("a.txt", 3), ("b.txt", 1), ("b.txt", 2)]
+    kept = corpus.subset(corpus.nonempty())
+    assert [(Path(p).name, line) for p, line in map(kept.location, range(len(kept)))] == \
+        [("a.txt", 1), ("a.txt", 3), ("b.txt", 1), ("b.txt", 2)]
+
+
+def test_a_labeled_document_without_label_is_reported_in_its_own_file(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "a b", "label": "y"}\n{"text": "b c"}\n')
+    (tmp_path / "b.jsonl").write_text('{"text": "a", "label": "y"}\n{"text": "b"}\n')
+    with pytest.raises(DataError, match=r"b\.jsonl:2: error: this labeled document has no label"):
+        prepare(job(tmp_path, ["a.jsonl"], labeled="b.jsonl", format="jsonl"))
 
 
 def test_jsonl_gold_and_supervision_fields(tmp_path, model):

@@ -55,8 +55,9 @@ class TokenField:
 
 @dataclass
 class Corpus:
-    """Examples read from one file. `fields` holds the observed variables by name; `lines` the
-    source line of each example (for messages); `gold` task annotations used only to evaluate;
+    """Examples read from one file or more (`concat`). `fields` holds the observed variables by
+    name; `lines` the source line of each example and `files` / `file_of` its file (for messages:
+    `location`); `path` is the first file; `gold` task annotations used only to evaluate;
     `labeled` the latent structures given as supervision, with `labeled_mask` marking which
     examples carry one."""
 
@@ -66,9 +67,21 @@ class Corpus:
     gold: dict[str, Any] = field(default_factory=dict)
     labeled: dict[str, Any] = field(default_factory=dict)
     labeled_mask: np.ndarray | None = None
+    files: list[str] = field(default_factory=list)  # every file read, in order ([path] when empty)
+    file_of: np.ndarray | None = None  # per example, its file's index in `files` (all 0 when None)
+
+    def __post_init__(self) -> None:
+        if not self.files:
+            self.files = [self.path]
+        if self.file_of is None:
+            self.file_of = np.zeros(len(self.lines), np.int32)
 
     def __len__(self) -> int:
         return len(self.lines)
+
+    def location(self, i: int) -> tuple[str, int]:
+        """(file, line) of example i."""
+        return self.files[int(self.file_of[i])], int(self.lines[i])
 
     def lengths(self) -> np.ndarray:
         """Length of each example, by its first observed variable."""
@@ -96,6 +109,8 @@ class Corpus:
             gold={k: _concat_any(v, other.gold[k]) for k, v in self.gold.items()},
             labeled={k: _concat_any(v, other.labeled[k]) for k, v in self.labeled.items()},
             labeled_mask=mask,
+            files=self.files + other.files,
+            file_of=np.concatenate([self.file_of, other.file_of + len(self.files)]),
         )
 
     def subset(self, indices: np.ndarray) -> "Corpus":
@@ -106,6 +121,8 @@ class Corpus:
             gold={k: _subset_any(v, indices) for k, v in self.gold.items()},
             labeled={k: _subset_any(v, indices) for k, v in self.labeled.items()},
             labeled_mask=None if self.labeled_mask is None else self.labeled_mask[indices],
+            files=self.files,
+            file_of=self.file_of[indices],
         )
 
 

@@ -12,9 +12,9 @@ Documented choices (also in `emc fit --help`):
   gives `don t panic`; `whitespace` keeps the whitespace-separated tokens as written.
 - --strip-headers drops everything up to the first blank line of each text (the From:/Subject:
   header block of mail and news; a text without a blank line is all header).
-- The frequency cut-off of Liang & Klein (2009) is computed on the file being fitted:
-  --stop-words N removes the N most frequent words (ties: the word seen first), --min-count M the
-  words seen fewer than M times in the file. Removed words are left out of the documents.
+- The frequency cut-off of Liang & Klein (2009) is computed on the training data, all its files
+  together: --stop-words N removes the N most frequent words (ties: the word seen first),
+  --min-count M the words seen fewer than M times. Removed words are left out of the documents.
 """
 from __future__ import annotations
 
@@ -82,9 +82,6 @@ class Documents:
     lines: np.ndarray
     gold: list[str | None]
     supervised: list[str | None]
-
-    def word_counts(self) -> np.ndarray:
-        return np.bincount(self.ids, minlength=len(self.words))
 
 
 def read_documents(path: str, fmt: str, opts: TextOptions) -> Documents:

@@ -54,12 +54,27 @@ def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
     os.replace(tmp, run / NAME)
 
 
-def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
+def _checkpoint_path(run: Path) -> Path:
     path = run / NAME
     if not path.exists():
         raise EmcError(f"{run}: no checkpoint to resume from ({NAME} is written by `emc fit --out {run}`)")
-    with np.load(path) as npz:
-        meta = json.loads(bytes(npz["meta"]).decode("utf-8"))
+    return path
+
+
+def _meta(npz) -> dict[str, Any]:
+    return json.loads(bytes(npz["meta"]).decode("utf-8"))
+
+
+def load_job(run: Path) -> dict[str, Any]:
+    """The job a checkpoint was written for. Only the small `meta` entry is read (np.load reads
+    entries on access), not the parameters, which can be large."""
+    with np.load(_checkpoint_path(run)) as npz:
+        return _meta(npz)["job"]
+
+
+def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
+    with np.load(_checkpoint_path(run)) as npz:
+        meta = _meta(npz)
         params = ParamState(*(npz[f"params/{k}"].copy() for k in PARAM_FIELDS))
         extra = {k[len("extra/"):]: npz[k].copy() for k in npz.files if k.startswith("extra/")}
     extra.update(meta["extra"])

@@ -60,12 +60,12 @@ def check_log_z(problem: Problem, examples: np.ndarray, log_z: np.ndarray) -> No
     if not len(bad):
         return
     q = bad[0]
-    line = int(problem.corpus.lines[examples[q]])
+    path, line = problem.corpus.location(int(examples[q]))
     reason = ("is NaN: the parameters hold a NaN or an infinity" if np.isnan(log_z[q]) else
               "has probability 0 under the model: every structure is ruled out (by a tag dictionary, a "
               "labeled structure that the model forbids, or parameters that are exactly 0)")
     more = f" ({len(bad) - 1} more examples like it)" if len(bad) > 1 else ""
-    raise FitError(f"{problem.corpus.path}:{line}: error: the example on this line {reason}{more}")
+    raise FitError(f"{path}:{line}: error: the example on this line {reason}{more}")
 
 
 class Objective:

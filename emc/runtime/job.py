@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from emc.runtime.checkpoint import NAME as CHECKPOINT
-from emc.runtime.checkpoint import Checkpointer, load_checkpoint
+from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import FitResult, FitState, fit_with_restarts
 from emc.runtime.model_dir import SavedRun, load_run, save_run
@@ -91,7 +91,8 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
         corpus = part if corpus is None else corpus.concat(part, labeled=False)
     if job.labeled:
         corpus = corpus.concat(model.read(job.labeled, options, vocabs), labeled=True)
-    problem = bind(model, corpus, vocabs, options)
+    trained_vocabs = saved.trained["vocab_sizes"] if saved else None
+    problem = bind(model, corpus, vocabs, options, trained_vocabs=trained_vocabs)
     init = None
     if saved:
         from emc.runtime.transfer import transfer_params
@@ -150,7 +151,9 @@ class Runner:
         self.compile_seconds = prepared.compile_seconds
         self.settings.regularizers = resolve_regularizers(self.job.fit_settings().regularizers, problem)
         skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
-        self.say(f"emc: {problem.n_examples} examples from {problem.corpus.path}{skipped}; "
+        # job.data is empty when a structure takes its files from options (alignment's --source/--target)
+        files = ", ".join(self.job.data) or problem.corpus.path
+        self.say(f"emc: {problem.n_examples} examples from {files}{skipped}; "
                  f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
         return problem, prepared.init
 
@@ -273,5 +276,4 @@ def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None
     """Continue a checkpointed request as it was started: an ordinary fit from its checkpoint; a
     structure's own fit mode (alignment's two directions, or both jointly) again, each of its fits
     continuing from its own folder's checkpoint, or starting afresh if it had not begun."""
-    record, _ = load_checkpoint(run_dir)
-    run(Job(**record), run_dir, observer, say, progress, resuming=True)
+    run(Job(**load_job(run_dir)), run_dir, observer, say, progress, resuming=True)

@@ -94,15 +94,21 @@ class Problem:
 
 
 def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: dict[str, Any],
-         trained: dict[str, Any] | None = None) -> Problem:
+         trained: dict[str, Any] | None = None, trained_vocabs: dict[str, int] | None = None) -> Problem:
     """Pack a corpus for a model; empty examples are left out (`kept` says which remain). The
     structure's `pack` returns its arrays, or (arrays, {table: (rows, outcomes)}) for the sparse
     tables it wants. At fit time (`trained` None) vocabularies are counted and the
     structure's arguments may be set from the data (a chain's states from a tag dictionary); at
     decode time `trained` holds the fitted run's args, labels and vocabulary sizes, and every id
-    the model was not trained on becomes `<unk>` (0)."""
+    the model was not trained on becomes `<unk>` (0). A structure with `complete_corpus` gets the
+    whole corpus first (e.g. for a frequency cut-off over every file), told the trained
+    vocabulary sizes if any: at decode time the run's, at fit time `trained_vocabs` (those of
+    --init RUN)."""
     checked = model.checked
     data = model.data
+    if hasattr(data, "complete_corpus"):
+        frozen_sizes = trained["vocab_sizes"] if trained is not None else trained_vocabs
+        corpus = data.complete_corpus(checked, corpus, options, vocabs, frozen_sizes)
     original = len(corpus)
     kept = corpus.nonempty()
     if len(kept) < original:

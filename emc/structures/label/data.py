@@ -3,10 +3,11 @@ class constraints, fixed blocks from files, and one class per line as output.
 
 A document is packed as its bag of words: one entry per distinct word with its count, so the
 E-step costs O(distinct words x classes) per document and nothing dense over the vocabulary is
-ever built. Vocabulary: the frequency cut-off (--stop-words, --min-count) is applied to the file
-being fitted; a file read with a trained vocabulary (`emc decode`, `emc fit --init RUN`) keeps
-exactly the words of that vocabulary and leaves the others out, as the cut-off left them out in
-training (so no word is ever read as `<unk>`).
+ever built. Vocabulary: `read` adds every word of a file; once every file is read,
+`complete_corpus` applies the frequency cut-off (--stop-words, --min-count) to the whole training
+data, or, with a trained vocabulary (`emc decode`, `emc fit --init RUN`), keeps exactly the words
+of that vocabulary and leaves the others out, as the cut-off left them out in training (so no word
+is ever read as `<unk>`).
 
 Classes: with --supervised-field NAME the documents carrying field NAME are labeled; the classes
 are then the label names (their number overrides the spec's `classes`), each labeled document is
@@ -16,12 +17,13 @@ restricted to its class, and decoding prints names. Otherwise classes are number
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from emc.io.corpus import Corpus, TokenField
-from emc.io.documents import TOKENIZERS, Documents, TextOptions, frequency_cutoff, read_documents
+from emc.io.documents import TOKENIZERS, TextOptions, frequency_cutoff, read_documents
 from emc.io.fixed_blocks import read_fixed_table
 from emc.io.readers import require_examples
 from emc.io.vocab import Vocabulary
@@ -62,9 +64,9 @@ FIT_OPTIONS = _FIELD_OPTIONS + [
                        "help": "letters: lowercase, words are runs of letters; whitespace: tokens as written"}),
     (("--strip-headers",), {"action": "store_true", "help": "drop each text up to its first blank line (mail/news headers)"}),
     (("--stop-words",), {"type": int, "default": 0, "metavar": "N",
-                         "help": "remove the N most frequent words of the training file"}),
+                         "help": "remove the N most frequent words of the training data (all its files)"}),
     (("--min-count",), {"type": int, "default": 1, "metavar": "M",
-                        "help": "remove the words seen fewer than M times in the training file"}),
+                        "help": "remove the words seen fewer than M times in the training data"}),
     (("--fixed",), {"action": NamedFiles, "metavar": "NAME=FILE", "default": None,
                     "help": "the file of fixed block NAME (see emc/io/fixed_blocks.py for the format); repeatable"}),
 ]
@@ -85,7 +87,12 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     docs = read_documents(path, fmt, opts)
     d = model.binding.observed["x"]
     vocab = vocabs.setdefault(f"vocab:{d}", Vocabulary())
-    field = _model_words(docs, vocab, opts)
+    # Every word for now: which ones the model keeps depends on all the files (the cut-off) or on
+    # whether the vocabulary is trained, which only complete_corpus is told.
+    mapping = np.array([vocab.add(w) for w in docs.words.values], np.int64)
+    mapping[0] = 0  # a literal `<unk>` token is no word
+    ids = mapping[docs.ids]
+    field = _kept_tokens(ids, docs.offsets, ids > 0, vocab)
     require_examples(path, int((field.lengths() > 0).sum()), "document")
     corpus = Corpus(path, {d: field}, docs.lines)
     if any(g is not None for g in docs.gold):
@@ -96,22 +103,44 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     return corpus
 
 
-def _model_words(docs: Documents, vocab: Vocabulary, opts: TextOptions) -> TokenField:
-    """The documents' words as ids of the model's vocabulary: at fit time the words that pass
-    the cut-off (added to `vocab`), with a trained vocabulary the words it holds."""
-    trained = len(vocab) > 1
-    if trained:
-        mapping = np.array([vocab.lookup(w) for w in docs.words.values], np.int64)
+def complete_corpus(model: CheckedModel, corpus: Corpus, options: dict[str, Any], vocabs: dict[str, Vocabulary],
+                    frozen: dict[str, int] | None) -> Corpus:
+    """The corpus with only the words the model has: with a trained vocabulary (`frozen`: its
+    size by space) the words it holds, else those that pass the cut-off over the whole corpus
+    (`vocabs` then holds only those). Called once, by bind, when every file is read."""
+    d = model.binding.observed["x"]
+    name = f"vocab:{d}"
+    field = corpus.fields[d]
+    vocab = field.vocab
+    if frozen is not None:
+        keep = np.arange(len(vocab)) < frozen[name]
     else:
-        keep = frequency_cutoff(docs.word_counts(), opts.stop_words, opts.min_count)
-        mapping = np.array([vocab.add(w) if k else 0 for w, k in zip(docs.words.values, keep)], np.int64)
-    mapping[0] = 0  # the reserved `<unk>` is never a word of a document
-    ids = mapping[docs.ids]
-    kept = ids > 0
-    document = np.repeat(np.arange(len(docs.lines)), np.diff(docs.offsets))
-    offsets = np.zeros(len(docs.lines) + 1, np.int64)
-    np.cumsum(np.bincount(document[kept], minlength=len(docs.lines)), out=offsets[1:])
-    return TokenField(ids[kept].astype(np.int32), offsets, vocab)
+        opts = TextOptions.from_options(options)
+        keep = frequency_cutoff(np.bincount(field.ids, minlength=len(vocab)), opts.stop_words, opts.min_count)
+    keep[0] = True
+    if keep.all():
+        return corpus
+    kept = np.flatnonzero(keep)
+    counts = np.zeros(len(vocab), np.int64)
+    counts[:len(vocab.counts)] = vocab.counts  # training counts (decode) follow their words
+    vocabs[name] = Vocabulary([vocab.values[i] for i in kept], counts[kept])
+    mapping = np.zeros(len(vocab), np.int64)
+    mapping[kept] = np.arange(len(kept))
+    ids = mapping[field.ids]
+    words = _kept_tokens(ids, field.offsets, ids > 0, vocabs[name])
+    if not (words.lengths() > 0).any():
+        why = ("of the trained vocabulary" if frozen is not None else
+               f"that passes the cut-off (--stop-words {opts.stop_words}, --min-count {opts.min_count})")
+        raise DataError(", ".join(corpus.files), None, f"no document has a word {why}")
+    return replace(corpus, fields={**corpus.fields, d: words})
+
+
+def _kept_tokens(ids: np.ndarray, offsets: np.ndarray, keep: np.ndarray, vocab: Vocabulary) -> TokenField:
+    """The documents (`offsets` into `ids`) with only the tokens marked in `keep`."""
+    document = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    kept_offsets = np.zeros(len(offsets), np.int64)
+    np.cumsum(np.bincount(document[keep], minlength=len(offsets) - 1), out=kept_offsets[1:])
+    return TokenField(ids[keep].astype(np.int32), kept_offsets, vocab)
 
 
 def named_values(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -> dict[str, list[str]]:
@@ -137,7 +166,7 @@ def labeled_classes(corpus: Corpus) -> np.ndarray | None:
     for i in np.flatnonzero(mask):
         classes[i] = given[i] if given is not None and given[i] is not None else (gold[i] if gold is not None else None)
         if classes[i] is None:
-            raise DataError(corpus.path, int(corpus.lines[i]), "this labeled document has no label")
+            raise DataError(*corpus.location(i), "this labeled document has no label")
     return classes
 
 
