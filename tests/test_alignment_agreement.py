@@ -42,7 +42,7 @@ def test_product_posteriors_by_hand(tmp_path):
     p2 = set_table(reverse, {("x", "a"): .9, ("x", "b"): .1, ("y", "a"): .5, ("y", "b"): .5})
     one = agreement.Direction(forward, LocalExecutor(forward, threads=1)).posteriors(p1, np.array([0]))[0][0]
     two = agreement.Direction(reverse, LocalExecutor(reverse, threads=1)).posteriors(p2, np.array([0]))[0][0]
-    q = agreement.product_posteriors(one, two, 0, 0)
+    q = agreement.product_posteriors(one, two, 0)
     np.testing.assert_allclose(q, [[.75 * 9 / 14, .25 * 1 / 6], [1 / 3 * 5 / 14, 2 / 3 * 5 / 6]])
     assert agreement.agreed_links(q, 0.5) == {(1, 1)}
 
@@ -87,7 +87,7 @@ def test_agreement_counts_are_the_product_posteriors(tmp_path, data, seed):
     for k, (e, f) in enumerate(data):
         e_ids = forward.corpus.fields["e"].example(k)
         f_ids = forward.corpus.fields["f"].example(k)
-        q = agreement.product_posteriors(post[0][k], post[1][k], 1, 1)
+        q = agreement.product_posteriors(post[0][k], post[1][k], 1)
         for j in range(len(f)):
             for i in range(len(e)):
                 expected[index[(int(e_ids[i]), int(f_ids[j]))]] += q[j, i]

@@ -77,6 +77,16 @@ def test_posteriors_print_each_link_with_its_probability(runs, tmp_path, capsys)
         assert sum(p for link, p in probabilities.items() if link.endswith(f"-{j}")) <= 1 + 1e-3
 
 
+def test_posteriors_of_the_reverse_run_in_its_orientation(runs, tmp_path, capsys):
+    data = tmp_path / "test.txt"
+    data.write_text("the blue house ||| la maison\n")  # 3 source words, 2 target words
+    (line,) = decode(capsys, runs / "ibm1" / "reverse", data, "--posteriors")
+    probabilities = {tuple(map(int, link.split("-"))): float(p) for link, p in (t.split(":") for t in line.split())}
+    assert {i for i, _ in probabilities} <= {0, 1} and max(probabilities, key=probabilities.get) in {(0, 0), (1, 2)}
+    assert main(["decode", str(runs / "ibm1" / "reverse"), str(data), "--posteriors", "--direction", "reverse"]) == 1
+    assert "this reverse model's link posteriors" in capsys.readouterr().err
+
+
 def test_the_threshold_trades_links_for_precision(runs, tmp_path, capsys):
     data = tmp_path / "test.txt"
     data.write_text("".join(p + "\n" for p in PAIRS[:8]))

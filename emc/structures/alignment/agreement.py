@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, types
 
+from emc.codegen.abi import COUNTS, INTS, LAYOUT, META
 from emc.runtime.checkpoint import PARAM_FIELDS
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import FitResult, FitState, check_log_z, example_weights
@@ -27,7 +29,7 @@ from emc.runtime.params import ParamState
 from emc.runtime.job import Interrupted
 from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
-from emc.structures.alignment import LINK, slot_tables
+from emc.structures.alignment import LINK, REVERSE, slot_tables
 from emc.structures.semiring import SUM
 
 THRESHOLD = 0.5
@@ -52,9 +54,10 @@ class Direction:
         return [p.reshape(m, -1) for p, m in zip(flat, lengths)], log_z
 
 
-def product_posteriors(forward: np.ndarray, reverse: np.ndarray, null_forward: int, null_reverse: int) -> np.ndarray:
+def product_posteriors(forward: np.ndarray, reverse: np.ndarray, null_forward: int) -> np.ndarray:
     """q(i, j) = P1(a_j = i) P2(b_i = j) as a (target words x source words) matrix, from the
-    forward posteriors (m x l [+ NULL]) and the reverse ones (l x m [+ NULL])."""
+    forward posteriors (m x l [+ NULL]) and the reverse ones (l x m [+ NULL]; the reverse NULL
+    column falls outside the first m)."""
     m, l = forward.shape[0], forward.shape[1] - null_forward
     return forward[:, :l] * reverse[:, :m].T
 
@@ -65,24 +68,61 @@ def agreed_links(q: np.ndarray, threshold: float) -> set[tuple[int, int]]:
 
 
 def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, own: list[np.ndarray],
-                 other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+                 other: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
     """One model's expected counts: its own E-step for every block but the link blocks, whose
-    counts come from the product posteriors (its own NULL posteriors kept). Returns (counts, log Z)."""
+    counts come from the product posteriors (its own NULL posteriors kept). Returns (counts, the
+    E-step's log Z, None when no E-step was needed)."""
     p = direction.problem
     examples = np.arange(p.n_examples)
-    result = direction.executor.estep(params, examples, SUM, weights)
-    check_log_z(p, examples, result.log_z)
-    counts = result.counts
-    for name in slot_tables(p.model.checked.factors, LINK):
-        counts[p.layout.table(name).entries] = 0.0
-    buffer = (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64))
-    module = p.model.module
-    for ex in examples:
-        merged = own[ex].copy()
-        merged[:, :merged.shape[1] - direction.null] *= other[ex][:, :merged.shape[0]].T
-        module.link_counts_example(ex, p.ints, p.array_bounds, p.meta, np.ascontiguousarray(merged.T),
-                                   weights[ex], buffer)
-    return counts, result.log_z
+    log_z = None
+    if any(f.kind == "learned" and f.slot != LINK for f in p.model.checked.factors):
+        # Only those blocks' counts (the HMM's jumps) need the DP's E-step; for IBM 1 it would
+        # run the posteriors' DP a second time for nothing.
+        result = direction.executor.estep(params, examples, SUM, weights)
+        counts, log_z = result.counts, result.log_z
+        for name in slot_tables(p.model.checked.factors, LINK):
+            counts[p.layout.table(name).entries] = 0.0
+    else:
+        counts = np.zeros(p.layout.size)
+    (own_flat, own_shapes), (other_flat, other_shapes) = _packed(own), _packed(other)
+    _add_product_counts(p.model.module.link_counts_example, own_flat, own_shapes, other_flat, other_shapes,
+                        np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
+                        (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64)))
+    return counts, log_z
+
+
+def _packed(matrices: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The matrices' entries end to end, row by row, and each one's shape."""
+    shapes = np.array([a.shape for a in matrices], np.int64).reshape(-1, 2)
+    return np.concatenate([a.ravel() for a in matrices]) if matrices else np.zeros(0), shapes
+
+
+LINK_COUNTS_FUNCTION = types.FunctionType(types.void(types.int64, INTS, LAYOUT, META, types.float64[:, ::1],
+                                                     types.float64, COUNTS))
+_I64x2 = types.int64[:, ::1]
+_F64 = types.float64[::1]
+
+
+@njit(types.void(LINK_COUNTS_FUNCTION, _F64, _I64x2, _F64, _I64x2, _F64, INTS, LAYOUT, META, COUNTS), cache=True)
+def _add_product_counts(link_counts, own, own_shapes, other, other_shapes, weights, ints, layout, meta, counts):
+    """The generated link_counts_example on each pair's merged posteriors: at [i, j],
+    own[j, i] * other[i, j] for a source word i, own[j, i] for NULL. Serial, in pair order, so the
+    counts are summed in one fixed order whatever the thread count. (It was a Python loop over
+    the pairs, which cost more than the DP.)"""
+    own_at, other_at = 0, 0
+    for ex in range(own_shapes.shape[0]):
+        m, width = own_shapes[ex, 0], own_shapes[ex, 1]
+        l, other_width = other_shapes[ex, 0], other_shapes[ex, 1]
+        merged = np.empty((width, m))
+        for i in range(width):
+            for j in range(m):
+                q = own[own_at + j * width + i]
+                if i < l:
+                    q *= other[other_at + i * other_width + j]
+                merged[i, j] = q
+        link_counts(ex, ints, layout, meta, merged, weights[ex], counts)
+        own_at += m * width
+        other_at += l * other_width
 
 
 def fit_jointly(job) -> int:
@@ -116,9 +156,9 @@ def fit_jointly(job) -> int:
     try:
         while not state.converged and state.step < settings.iterations:
             t0 = time.perf_counter()
-            post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
-            counts_f, log_z_f = _link_counts(forward, params[0], weights[0], post[0], post[1])
-            counts_r, log_z_r = _link_counts(reverse, params[1], weights[1], post[1], post[0])
+            (post_f, log_z_f), (post_r, log_z_r) = [d.posteriors(p, examples) for d, p in zip(directions, params)]
+            counts_f = _link_counts(forward, params[0], weights[0], post_f, post_r)[0]
+            counts_r = _link_counts(reverse, params[1], weights[1], post_r, post_f)[0]
             previous = state.objective
             objective = float(weights[0] @ log_z_f + weights[1] @ log_z_r)
             params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
@@ -129,7 +169,7 @@ def fit_jointly(job) -> int:
                       "seconds_total": time.perf_counter() - started,
                       "examples_per_second": len(examples) / max(elapsed, 1e-9)}
             if gold is not None and settings.eval_every and record["iteration"] % settings.eval_every == 0:
-                record["metrics"] = _scores(directions, post, gold)
+                record["metrics"] = _scores(directions, [post_f, post_r], gold)
             state = FitState(params=params[0], rng=rng, step=state.step + 1, objective=objective,
                              converged=change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance,
                              history=state.history + [record],
@@ -144,8 +184,9 @@ def fit_jointly(job) -> int:
             job.save(d.problem, FitResult(p, state.objective, state.history, {}), out, options)
         raise job.interrupted(job.out, state.step) from None
     objective, history = state.objective, state.history
-    post = [d.posteriors(p, examples)[0] for d, p in zip(directions, params)]
-    metrics = _scores(directions, post, gold) if gold is not None else {}
+    metrics = {}
+    if gold is not None:  # the final parameters' posteriors serve only to score them
+        metrics = _scores(directions, [d.posteriors(p, examples)[0] for d, p in zip(directions, params)], gold)
     for d, p, options, out in _outputs(job, directions, params, reverse_options):
         job.save(d.problem, FitResult(p, objective, history, metrics if d is forward else {}), out, options)
     return 0
@@ -160,12 +201,12 @@ def _outputs(job, directions: list[Direction], params: list[ParamState], reverse
     """(direction, its parameters, its options, its folder): the forward model in RUN, the reverse one
     in RUN/reverse."""
     return zip(directions, params, (job.options, reverse_options),
-               (job.out, job.out / "reverse" if job.out else None))
+               (job.out, job.out / REVERSE if job.out else None))
 
 
 def _scores(directions: list[Direction], post: list[list[np.ndarray]], gold) -> dict[str, float]:
     from emc.eval.alignment import alignment_scores
 
     forward, reverse = directions
-    links = [agreed_links(product_posteriors(f, r, forward.null, reverse.null), THRESHOLD) for f, r in zip(*post)]
+    links = [agreed_links(product_posteriors(f, r, forward.null), THRESHOLD) for f, r in zip(*post)]
     return alignment_scores(links, gold)

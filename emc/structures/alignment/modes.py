@@ -28,10 +28,8 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import check_log_z
 from emc.runtime.model_dir import SavedRun, load_run
 from emc.spec.errors import EmcError
-from emc.structures.alignment import agreement
+from emc.structures.alignment import REVERSE, agreement
 from emc.structures.alignment.symmetrize import symmetrize
-
-REVERSE = "reverse"  # the reverse model's folder inside a run
 
 
 def fit_mode(options: dict[str, Any]) -> Callable | None:
@@ -52,7 +50,12 @@ def fit_both_directions(job) -> int:
 def decode_mode(saved: SavedRun, options: dict[str, Any], posteriors: bool) -> Callable | None:
     trained = saved.info["options"]
     if posteriors:
-        if trained.get("reverse") or options.get("direction") or options.get("symmetrize"):
+        # The ordinary path prints the saved model's own posteriors: a RUN/reverse folder's come out
+        # in the reverse model's orientation, which is what decoding that folder asks for.
+        if options.get("direction") or options.get("symmetrize"):
+            if trained.get("reverse"):
+                raise EmcError("--posteriors prints this reverse model's link posteriors, in its own orientation; "
+                               "decode it without --direction/--symmetrize")
             raise EmcError("--posteriors prints the forward model's link posteriors; decode RUN without "
                            "--direction/--symmetrize (or RUN/reverse for the other direction's, in its own orientation)")
         return None
@@ -105,9 +108,9 @@ def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> 
     heuristic = options.get("symmetrize")
     if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
         forward, reverse = _Direction(saved, path, options), _Direction(_reverse_run(saved), path, options)
-        f_null, r_null = int(forward.problem.args["null"]), int(reverse.problem.args["null"])
+        f_null = int(forward.problem.args["null"])
         level = agreement.THRESHOLD if threshold is None else threshold
-        links = [agreement.agreed_links(agreement.product_posteriors(f, r, f_null, r_null), level)
+        links = [agreement.agreed_links(agreement.product_posteriors(f, r, f_null), level)
                  for f, r in zip(forward.posteriors(), reverse.posteriors())]
     elif heuristic:
         forward = _Direction(saved, path, options)
