@@ -22,7 +22,7 @@ from emc.spec.check import CheckedModel, Factor, ResolvedAttr
 from emc.spec.errors import DataError, EmcError
 from emc.structures.alignment import LINK
 from emc.structures.alignment.dp import NO_LINK, jump_buckets
-from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries
+from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries, postings
 from emc.structures.alignment.initialize import ibm1_counts
 from emc.structures.alignment.modes import decode_mode, fit_mode  # how emc fit / emc decode run (modes.py)
 from emc.structures.alignment.symmetrize import HEURISTICS
@@ -133,8 +133,9 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     blocks = [_Block(model, f, corpus, geometry, vocabs, sizes, frozen) for f in factors]
     if frozen is None:
         for block in blocks:
-            block.row_start, block.outcomes = build_entries(block.row_values, block.row_pair, block.outcome_values,
-                                                            block.outcome_offsets, block.rows, block.n_outcomes)
+            block.row_start, block.outcomes = build_entries(block.order, block.start, block.row_pair,
+                                                            block.outcome_values, block.outcome_offsets, block.rows,
+                                                            block.n_outcomes)
     else:
         for block in blocks:
             block.use_trained(frozen.sparse.get(block.factor.table))
@@ -178,6 +179,8 @@ class _Block:
         self.rows = _product([sizes[s] for s in factor.context_spaces])
         self.n_outcomes = _product([sizes[s] for s in factor.outcome_spaces])
         self.row_values = _values(factor.context, factor.context_spaces, self.side, corpus, geometry, vocabs, sizes, frozen)
+        # the context-side positions grouped by row, once for both the entries and the ranks
+        self.order, self.start = postings(self.row_values, self.rows)
         self.outcome_values = _values(factor.outcome, factor.outcome_spaces, outcome_side, corpus, geometry, vocabs,
                                       sizes, frozen)
         counts = geometry.positions(self.side)
@@ -258,7 +261,7 @@ def _ranks(blocks: list[_Block], geometry: _Geometry, narrow: bool) -> tuple[np.
         raise EmcError("16-bit link ranks assume a little-endian machine")
     for k, block in enumerate(blocks):
         start = (pair_ranks[:-1] + k * words) * (2 if narrow else 1)
-        assign_ranks(block.side, block.row_values, block.row_pair, block.row_position, block.outcome_values,
+        assign_ranks(block.side, block.order, block.start, block.row_pair, block.row_position, block.outcome_values,
                      block.outcome_offsets, block.row_start, block.outcomes, block.rows, block.n_outcomes,
                      geometry.width, geometry.m, start, narrow, view)
     return packed, pair_ranks.astype(np.int32)

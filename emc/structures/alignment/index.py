@@ -43,12 +43,12 @@ def postings(row_values, n_rows):
 
 
 @njit(cache=True)
-def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows, n_outcomes):
+def build_entries(order, start, row_pair, outcome_values, outcome_offsets, n_rows, n_outcomes):
     """The co-occurring (row, outcome) pairs, as (row_start[n_rows + 1], outcomes[entries]):
-    row r holds outcomes[row_start[r]:row_start[r + 1]], in the order first met."""
-    order, start = postings(row_values, n_rows)
+    row r holds outcomes[row_start[r]:row_start[r + 1]], in the order first met. (order, start)
+    are the context-side positions' postings."""
     seen = np.zeros(n_outcomes, np.int64)  # seen[o] = r + 1 once o is an outcome of row r
-    outcomes = np.empty(max(16, row_values.shape[0]), np.int32)
+    outcomes = np.empty(max(16, order.shape[0]), np.int32)
     row_start = np.zeros(n_rows + 1, np.int64)
     used = 0
     for r in range(n_rows):
@@ -67,13 +67,13 @@ def build_entries(row_values, row_pair, outcome_values, outcome_offsets, n_rows,
 
 
 @njit(cache=True)
-def assign_ranks(side, row_values, row_pair, row_position, outcome_values, outcome_offsets, row_start, outcomes,
+def assign_ranks(side, order, start, row_pair, row_position, outcome_values, outcome_offsets, row_start, outcomes,
                  n_rows, n_outcomes, widths, lengths, link_start, narrow, ranks):
     """Write every link's rank in its row (UNSEEN when the pair is not an entry). The links of
     pair k are (i, j), i over its `widths[k]` source positions (NULL last), j over its
     `lengths[k]` target positions, stored i-major from link_start[k] (in ranks of this block's
-    width: 16-bit ranks when `narrow`, so ranks is then a uint16 array)."""
-    order, start = postings(row_values, n_rows)
+    width: 16-bit ranks when `narrow`, so ranks is then a uint16 array). (order, start) are the
+    context-side positions' postings."""
     rank_of = np.full(n_outcomes, UNSEEN, np.int64)
     unseen = NARROW_LIMIT if narrow else UNSEEN
     for r in range(n_rows):
