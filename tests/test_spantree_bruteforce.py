@@ -87,7 +87,7 @@ def test_random_split_counts_match_enumeration(tmp_path, data, empty):
                 t = layout.table(table)
                 expected[t.offset + outcome * t.rows + row] += probability
     expected[~layout.learned_mask()] = 0.0
-    counts = INITIALIZERS["random-split"](problem, np.random.default_rng(0))
+    counts = INITIALIZERS["random-split"](problem, None, np.random.default_rng(0))
     np.testing.assert_allclose(counts, expected, rtol=1e-12, atol=1e-12)
 
 

@@ -9,7 +9,7 @@
                labeled examples never showed (a word only the unlabeled data has) keeps a small,
                non-zero probability
 and any initializer a structure offers in its data module's INITIALIZERS (name -> function of
-(problem, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
+(problem, executor, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
 `default` is the structure's DEFAULT_INIT when its data module names one (the CCM starts from
 random-split, as Klein & Manning do), else `random`.
 """
@@ -67,7 +67,7 @@ def initial_params(problem: Problem, settings, executor, rng: np.random.Generato
         if name not in own:
             raise EmcError(f"--init {name}: not a saved run nor an initializer; choose from "
                            f"{', '.join(initializer_names(problem))}")
-        counts = own[name](problem, rng)
+        counts = own[name](problem, executor, rng)
     if name == "labeled":
         counts = counts + np.where(layout.learned_mask(), start.theta, 0.0)
     return maximize(layout, counts, start, settings.regularizers)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.executor import LocalExecutor
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Problem
@@ -23,10 +22,10 @@ from emc.structures.semiring import SUM
 ITERATIONS = 5
 
 
-def ibm1_counts(problem: Problem, rng: np.random.Generator) -> np.ndarray:
+def ibm1_counts(problem: Problem, executor, rng: np.random.Generator) -> np.ndarray:
+    """Model 1's expected counts, with the fit's own executor (its threads, or a cluster)."""
     layout = problem.layout
     jump_tables = [layout.table(name) for name in slot_tables(problem.model.checked.factors, JUMP)]
-    executor = LocalExecutor(problem)
     examples = np.arange(problem.n_examples)
     ones = np.ones(problem.n_examples)
     params = _uniform_jumps(random_init(layout, problem.fixed_theta, rng, 0.0), jump_tables)

@@ -216,11 +216,11 @@ def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], lab
     return bracket_scores(predicted, gold, lengths)
 
 
-def random_split_counts(problem: "Problem", rng: np.random.Generator) -> np.ndarray:
+def random_split_counts(problem: "Problem", executor, rng: np.random.Generator) -> np.ndarray:
     """`--init random-split` (Klein & Manning 2002): the expected counts when each sentence's
     bracketing is drawn by splitting it at a uniformly random point, then each part likewise,
     whatever its symbols. The span marginals depend on the length alone (dp.random_split_marginals);
-    the generated code scatters them into the blocks as in an E-step."""
+    the generated code scatters them into the blocks as in an E-step (no E-step: `executor` unused)."""
     counts = np.zeros(problem.layout.size)
     buffer = (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64))
     scatter = problem.model.module.scatter_counts
