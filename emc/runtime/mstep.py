@@ -25,7 +25,7 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
     for t in layout.tables:
         if t.kind == "learned":
             smoothing, prior = _regularizer(t, overrides)
-            maximize_table(counts[t.entries], t.local_rows(), t.rows, smoothing, prior, out=theta[t.entries])
+            maximize_table(counts[t.entries], t.entry_rows, t.rows, smoothing, prior, out=theta[t.entries])
         else:
             theta[t.entries] = previous.table_weights(t)
     return ParamState.plain(theta, layout)
@@ -37,13 +37,16 @@ def _regularizer(t: TableLayout, overrides: dict | None):
     return t.smoothing, t.prior
 
 
-def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smoothing: float, prior,
+def maximize_table(counts: np.ndarray, local_rows: np.ndarray | None, rows: int, smoothing: float, prior,
                    out: np.ndarray | None = None) -> np.ndarray:
-    """The M-step for one table: its entries' counts and the row of each entry; the new
-    parameters go into `out` (a new array by default)."""
-    c = counts + smoothing if smoothing else counts
+    """The M-step for one table: its entries' counts and the row of each entry (None for a dense,
+    outcome-major table); the new parameters go into `out` (a new array by default; it may be
+    `counts` itself), with no other table-sized array made."""
+    out = np.empty_like(counts) if out is None else out
     if prior is not None and prior.kind == "sparse":
-        out = np.empty_like(c) if out is None else out
+        c = counts + smoothing if smoothing else counts
+        if local_rows is None:
+            local_rows = np.tile(np.arange(rows), len(counts) // rows)
         order = np.argsort(local_rows, kind="stable")
         bounds = np.searchsorted(local_rows[order], np.arange(rows + 1))
         for r in range(rows):
@@ -51,9 +54,11 @@ def maximize_table(counts: np.ndarray, local_rows: np.ndarray, rows: int, smooth
             if len(members):
                 out[members] = maximize_row(c[members], prior.alpha, prior.beta)
         return out
+    np.add(counts, smoothing, out=out)
     if prior is not None and prior.kind == "dirichlet":
-        c = np.maximum(c + prior.alpha - 1.0, 0.0)
-    return normalize_table(c, local_rows, rows, out=out)
+        out += prior.alpha - 1.0
+        np.maximum(out, 0.0, out=out)
+    return normalize_table(out, local_rows, rows, out=out)
 
 
 def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = None) -> float:

@@ -10,8 +10,9 @@ a table of millions of entries small; 16 bits do for a vocabulary's words). Each
 what the M-step normalises over; everything below works on both kinds through the rows, so only
 the code generator and the structure know which is which.
 
-Memory: the big arrays are as long as theta. The M-step and the parameter views below work a
-chunk (CHUNK entries) at a time, so none needs a temporary as long as theta, and `row_of` is
+Memory: the big arrays are as long as theta. The M-step and the parameter views below read a
+dense table as its (outcomes, rows) matrix and a sparse one a chunk (CHUNK entries) at a time, so
+none needs a temporary as long as theta (no per-entry row index either), and `row_of` is
 built only when asked for (the online variants): batch EM over a table of N entries holds
 theta and the expected counts, which the M-step turns into the new theta in place: 16 N bytes.
 """
@@ -82,7 +83,9 @@ class TableLayout:
         return flat[self.entries].reshape(self.outcomes, self.rows)
 
     def row_sums(self, flat: np.ndarray) -> np.ndarray:
-        return np.bincount(self.local_rows(), weights=flat[self.entries], minlength=self.rows)
+        if not self.sparse:
+            return self.matrix(flat).sum(axis=0)
+        return np.bincount(self.entry_rows, weights=flat[self.entries], minlength=self.rows)
 
 
 @dataclass
@@ -192,9 +195,11 @@ class ParamState:
             scaled += self.table_add[t.index]
         den = self.row_total[t.row_slice] * self.scale[0] + self.row_add_den[t.row_slice]
         if np.any(den != 1.0):
-            rows = t.local_rows()
+            if not t.sparse:
+                scaled.reshape(t.outcomes, t.rows)[:] /= den
+                return
             for a in range(0, t.size, CHUNK):
-                scaled[a:a + CHUNK] /= den[rows[a:a + CHUNK]]
+                scaled[a:a + CHUNK] /= den[t.entry_rows[a:a + CHUNK]]
 
     def copy(self) -> "ParamState":
         return ParamState(self.theta.copy(), self.row_total.copy(), self.row_add_den.copy(),
@@ -211,16 +216,27 @@ def _entry_indices(values) -> np.ndarray | None:
     return values
 
 
-def normalize_table(values: np.ndarray, local_rows: np.ndarray, rows: int, out: np.ndarray | None = None) -> np.ndarray:
+def normalize_table(values: np.ndarray, local_rows: np.ndarray | None, rows: int,
+                    out: np.ndarray | None = None) -> np.ndarray:
     """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform),
-    into `out` (which may be `values`; a new array by default)."""
+    into `out` (which may be `values`; a new array by default). `local_rows` is the row of each
+    entry, or None for a dense table, which is then read as its (outcomes, rows) matrix, with no
+    per-entry index made."""
+    out = np.empty(len(values)) if out is None else out
+    if local_rows is None:
+        matrix, result = values.reshape(-1, rows), out.reshape(-1, rows)
+        total = matrix.sum(axis=0)
+        empty = total <= 0
+        total[empty] = 1.0
+        np.divide(matrix, total, out=result)
+        result[:, empty] = 1.0 / matrix.shape[0]
+        return out
     total, size = np.zeros(rows), np.zeros(rows, np.int64)
     for a in range(0, len(values), CHUNK):  # bincount copies its indices to int64: a chunk at a time
         total += np.bincount(local_rows[a:a + CHUNK], weights=values[a:a + CHUNK], minlength=rows)
         size += np.bincount(local_rows[a:a + CHUNK], minlength=rows)
     empty = total <= 0
     total[empty] = 1.0
-    out = np.empty(len(values)) if out is None else out
     for a in range(0, len(values), CHUNK):
         chunk_rows = local_rows[a:a + CHUNK]
         chunk = out[a:a + CHUNK]
@@ -235,7 +251,7 @@ def normalize_rows(values: np.ndarray, layout: ParamLayout, tables: list[TableLa
     """Each row of the given tables divided by its sum (rows summing to 0 become uniform)."""
     out = values.copy()
     for t in tables:
-        normalize_table(out[t.entries], t.local_rows(), t.rows, out=out[t.entries])
+        normalize_table(out[t.entries], t.entry_rows, t.rows, out=out[t.entries])
     return out
 
 
@@ -248,7 +264,7 @@ def random_init(layout: ParamLayout, fixed_theta: np.ndarray, rng: np.random.Gen
         rng.random(t.size, out=values)
         values *= noise
         values += 1.0
-        normalize_table(values, t.local_rows(), t.rows, out=values)
+        normalize_table(values, t.entry_rows, t.rows, out=values)
     return ParamState.plain(theta, layout)
 
 
