@@ -239,9 +239,14 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
         progress: Callable[[int, int], None] | None = None, resuming: bool = False) -> None:
     """Carry out a fit: the structure's own way when its data module has a fit_mode for these
     options, else the ordinary fit."""
+    from emc.spec.check import check
+    from emc.spec.parse import parse_text
+    from emc.structures.registry import data_for
+
     runner = Runner(job, out, observer, say, progress, resuming)
-    model = Model.from_text(job.spec_text, job.spec_path, job.overrides)
-    fit_mode = getattr(model.data, "fit_mode", None)
+    # only the structure's name is needed here: prepare() compiles the model (and times it)
+    structure = check(parse_text(job.spec_text, job.spec_path), job.overrides).structure.name
+    fit_mode = getattr(data_for(structure), "fit_mode", None)
     custom = fit_mode(job.options) if fit_mode else None
     if custom is not None:
         custom(runner)
