@@ -1,19 +1,29 @@
 """Agreement training (Liang, Taskar & Klein 2006): the combined posterior is the product of the
 two directions' link posteriors, checked by hand on one pair and against brute force on random
 pairs, and the agreement E-step's counts are those products (each model keeping its own NULL
-posteriors)."""
+posteriors). The joint fit runs in the shared EM loop: its records are the loop's, its objective
+is both models' MAP objective, and options it cannot honour are refused."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
+from emc.cli import main
+from emc.runtime.decode import bind_saved
 from emc.runtime.executor import LocalExecutor
+from emc.runtime.fit import Objective, example_weights
+from emc.runtime.model_dir import load_run
+from emc.runtime.mstep import log_prior
 from emc.runtime.params import ParamState
+from emc.runtime.settings import FitSettings
 from emc.structures.alignment import agreement
 from helpers import problem_from_lines, random_params
-from helpers_alignment import alignments
+from helpers_alignment import alignments, spec_copy
 
 IBM1 = (ROOT / "specs" / "ibm1.em").read_text()
 
@@ -93,3 +103,46 @@ def test_agreement_counts_are_the_product_posteriors(tmp_path, data, seed):
                 expected[index[(int(e_ids[i]), int(f_ids[j]))]] += q[j, i]
             expected[index[(null, int(f_ids[j]))]] += post[0][k][j, len(e)]  # its own NULL posterior
     np.testing.assert_allclose(counts, expected, rtol=1e-9, atol=1e-12)
+
+
+PAIRS = ["the house ||| la maison", "the blue house ||| la maison bleue", "the flower ||| la fleur",
+         "a blue flower ||| une fleur bleue", "a house ||| une maison", "small ||| petite"] * 2
+
+
+def test_the_joint_fit_runs_in_the_shared_loop_with_both_models_map_objective(tmp_path):
+    """The agreement fit's records are the shared loop's, and its final objective is that of the
+    final parameters: both models' log-likelihoods plus their log priors."""
+    bitext, run = tmp_path / "train.txt", tmp_path / "run"
+    bitext.write_text("".join(p + "\n" for p in PAIRS))
+    assert main(["fit", spec_copy(tmp_path, "ibm1.em"), str(bitext), "--agree", "--out", str(run), "--iterations", "3",
+                 "--tolerance", "0", "--prior", "trans=dirichlet(1.5)", "--seed", "2", "--quiet"]) == 0
+    total, priors = 0.0, 0.0
+    for folder in (run, run / "reverse"):
+        saved = load_run(folder)
+        problem, params = bind_saved(saved, str(bitext), {})
+        settings = FitSettings.from_json(saved.info["settings"])
+        examples = np.arange(problem.n_examples)
+        _, log_z = LocalExecutor(problem).posterior(params, examples)
+        total += Objective(problem, settings)(params, examples, log_z, example_weights(problem, settings))
+        priors += log_prior(problem.layout, params, settings.regularizers)
+    info = json.loads((run / "run.json").read_text())
+    assert priors < -1 and info["objective"] == pytest.approx(total, rel=1e-9)
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in log] == [1, 2, 3]
+    assert [r["examples_seen"] for r in log] == [len(PAIRS), 2 * len(PAIRS), 3 * len(PAIRS)]
+    assert all(r["algorithm"] == "batch" and r["label"] == "agreement batch seed=2" for r in log)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--restarts", "2"], "--agree does not support --restarts 2"),
+    (["--workers", "2"], "--agree does not support --workers/--scheduler"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "--agree does not support --workers/--scheduler"),
+    (["--algorithm", "stepwise"], "--agree does not support --algorithm stepwise"),
+])
+def test_the_joint_fit_rejects_what_it_cannot_honour(tmp_path, capsys, extra, message):
+    bitext = tmp_path / "train.txt"
+    bitext.write_text("".join(p + "\n" for p in PAIRS))
+    assert main(["fit", spec_copy(tmp_path, "ibm1.em"), str(bitext), "--agree", "--iterations", "1", "--quiet",
+                 *extra]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+import emc
 from emc.cli import main
 from helpers_alignment import spec_copy
 PAIRS = ["the house ||| la maison", "the blue house ||| la maison bleue", "the flower ||| la fleur",
@@ -121,6 +122,22 @@ def test_two_files_and_gold_scores(runs, specs, tmp_path, capsys):
                  "--forward-only", "--quiet"]) == 0
     assert not (run / "reverse").exists()
     assert len(decode(capsys, run, "--source", source, "--target", target)) == 2
+
+
+@pytest.mark.parametrize("run, options", [
+    ("agree", {}), ("agree", {"threshold": 0.3}), ("ibm1", {"symmetrize": "grow-diag-final-and"}),
+    ("ibm1", {"threshold": 0.3}), ("ibm1", {"direction": "reverse"}), ("ibm1/reverse", {})])
+def test_every_way_of_decoding_links_returns_its_scores(runs, tmp_path, capsys, run, options):
+    """A structure's own decoding hands its scores to the caller: the API's evaluate() has them,
+    and `emc decode` prints them once."""
+    data, gold = tmp_path / "test.txt", tmp_path / "gold.wa"
+    data.write_text("the house ||| la maison\nthe blue house ||| la maison bleue\n")
+    gold.write_text("1 1 1 S\n1 2 2 S\n2 1 1 S\n2 2 3 S\n2 3 2 S\n")
+    metrics = emc.load_run(runs / run).evaluate(str(data), gold=str(gold), **options)
+    assert set(metrics) == {"aer", "precision", "recall"} and metrics["aer"] < 0.5, metrics
+    flags = [x for key, value in options.items() for x in (f"--{key}", str(value))]
+    out, err = decode_with_messages(capsys, runs / run, data, "--gold", gold, *flags)
+    assert len(out) == 2 and err.count("emc: aer ") == 1 and f"aer {100 * metrics['aer']:.2f}%" in err, err
 
 
 @pytest.mark.parametrize("content, extra, message", [

@@ -2,8 +2,10 @@
 
 A structure may decode some runs its own way (alignment: two directions, symmetrised): its data
 module's `decode_mode(saved, options, posteriors)` returns a function of (saved run, path,
-options) yielding the output lines, or None for the ordinary decoding here; `bind_saved` and
-`in_input_order` are its building blocks.
+options) returning (the output lines in input order, the scores against the input's gold
+annotations, {} without them), or None for the ordinary decoding here; `bind_saved` and
+`in_input_order` are its building blocks. Either way the caller (the CLI, the Python API) gets
+the lines and the metrics in a `Decoded`.
 """
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
     decode_mode = getattr(structure, "decode_mode", None)
     runner = decode_mode(saved, options, posteriors) if decode_mode else None
     if runner is not None:
-        return Decoded(list(runner(saved, data, options)), {})
+        lines, metrics = runner(saved, data, options)
+        return Decoded(list(lines), dict(metrics))
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus
     executor = LocalExecutor(problem)

@@ -2,7 +2,9 @@
 
 A variant sees the model only through the executor (E-step, decode) and the M-step, so a new
 structure gets every variant for free. The driver owns what is common: the initial parameters, the
-loop, convergence, evaluation against gold, progress records and checkpoints.
+loop, convergence, evaluation against gold, progress records and checkpoints. The loop itself
+(`run_steps`) drives any step with the variants' interface: a structure fitting something else
+than one model (alignment's agreement fit, two models at once) runs through it too.
 """
 from __future__ import annotations
 
@@ -97,24 +99,44 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
         # no local name for the start: the state holds the only reference, so it is freed once replaced
         state = FitState(params=init if init is not None else initial_params(problem, settings, executor, rng), rng=rng)
         variant.start(state)
-    evaluate = Evaluator(problem, executor)
+    evaluator = Evaluator(problem, executor)
+    evaluate = (lambda current: evaluator(current.params)) if evaluator.enabled else None
+    return run_steps(variant, state, settings, problem.n_examples, evaluate, observer, after_step)
+
+
+def run_steps(variant, state: FitState, settings: FitSettings, n_examples: int,
+              evaluate: Callable[[FitState], dict[str, float]] | None = None,
+              observer: Callable[[dict], None] | None = None,
+              after_step: Callable[[FitState], None] | None = None, label: str | None = None) -> FitResult:
+    """The loop of every fit, over a started (or resumed) `state`: steps until the variant is
+    finished, each one timed, its relative objective change judged for convergence, scored
+    against gold every --eval-every steps (`evaluate`, None without gold), recorded in the
+    history, passed to `observer` and then to `after_step` (checkpointing).
+
+    `variant` is anything with the variants' interface (emc.runtime.variants): `step(state) ->
+    record` (at least {"objective": ...}; optionally "examples", how many it went through, and
+    "seconds_ahead", time its work took before the step began, as when scoring the previous
+    parameters computed what it needs; it updates state.params and state.extra),
+    `finished(state)`, `final_objective(state)` (of the final parameters) and `converges`.
+    Besides the ordinary variants, alignment's agreement fit (two models in one state) runs here."""
     started = time.perf_counter() - (state.history[-1]["seconds_total"] if state.history else 0.0)
+    label = label or settings.describe()
     while not variant.finished(state):
         t0 = time.perf_counter()
         record = variant.step(state)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0 + record.pop("seconds_ahead", 0.0)
         previous = state.objective
         state.objective = record["objective"]
         state.step += 1
         change = None if previous is None else (state.objective - previous) / max(abs(previous), 1e-300)
-        examples = record.pop("examples", problem.n_examples)
+        examples = record.pop("examples", n_examples)
         seen = (state.history[-1]["examples_seen"] if state.history else 0) + examples
-        record.update({"algorithm": settings.algorithm, "label": settings.describe(), "change": change,
+        record.update({"algorithm": settings.algorithm, "label": label, "change": change,
                        "seconds": elapsed,
                        "seconds_total": time.perf_counter() - started, "examples_seen": seen,
                        "examples_per_second": examples / max(elapsed, 1e-9)})
-        if settings.eval_every and state.step % settings.eval_every == 0 and evaluate.enabled:
-            record["metrics"] = evaluate(state.params)
+        if settings.eval_every and state.step % settings.eval_every == 0 and evaluate is not None:
+            record["metrics"] = evaluate(state)
         if change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance and variant.converges:
             state.converged = True
         state.history.append(record)
@@ -123,7 +145,7 @@ def fit(problem: Problem, settings: FitSettings, executor: LocalExecutor | None 
         if after_step:
             after_step(state)
     final = variant.final_objective(state)
-    metrics = evaluate(state.params)
+    metrics = evaluate(state) if evaluate is not None else {}
     return FitResult(state.params, final, state.history, metrics)
 
 

@@ -6,8 +6,10 @@ P2(b_i = j) of the reverse one, and uses their product q(i, j) = P1 * P2 as the 
 link (i, j) in both models' link blocks. Each model keeps its own posterior of NULL links (the
 default of the Berkeley aligner) and its own expected jumps (the HMM aligner's transitions).
 The product is not a distribution, so the M-step's normalisation is what turns it back into
-parameters; the objective printed is the sum of the two models' log-likelihoods, which agreement
-training does not promise to increase.
+parameters; the objective printed is the sum of the two models' objectives (log-likelihood plus
+log prior), which agreement training does not promise to increase. The fit runs in the shared EM
+loop (emc.runtime.fit.run_steps: records, convergence, evaluation, checkpoints) with `Agreement`
+as its variant.
 
 Decoding an agreement run keeps the links whose product posterior is at least a threshold (0.5).
 """
@@ -22,7 +24,7 @@ from numba import njit, types
 from emc.codegen.abi import COUNTS, INTS, LAYOUT, META
 from emc.runtime.checkpoint import PARAM_FIELDS
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import FitResult, FitState, check_log_z, example_weights
+from emc.runtime.fit import FitResult, FitState, Objective, check_log_z, example_weights, run_steps
 from emc.runtime.initialize import initial_params
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
@@ -125,16 +127,100 @@ def _add_product_counts(link_counts, own, own_shapes, other, other_shapes, weigh
         other_at += l * other_width
 
 
-def fit_jointly(job) -> int:
-    """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step;
-    saves the forward model to RUN and the reverse one to RUN/reverse. RUN's checkpoint holds
-    both models after each iteration (the reverse one in the state's extra), so `--resume RUN`
-    continues the joint fit."""
+class Agreement:
+    """The agreement fit as a variant of the shared EM loop (emc.runtime.fit.run_steps): one step
+    is the agreement E-step and both models' M-steps. The state's params are the forward model's;
+    the reverse model's ride in its extra (reverse_*), so a checkpoint holds both. The objective
+    is the sum of the two models' objectives (log-likelihood plus log prior, as fit.Objective)."""
+
+    converges = True
+
+    def __init__(self, directions: list[Direction], settings):
+        self.directions = directions
+        self.settings = settings
+        self.examples = np.arange(directions[0].problem.n_examples)
+        self.weights = [example_weights(d.problem, settings) for d in directions]
+        self.objectives = [Objective(d.problem, settings) for d in directions]
+        self.gold = directions[0].problem.corpus.gold.get("links")
+        # both models' (posteriors, log Z) for the parameters they were computed from: scoring the
+        # parameters after a step computes those the next step (or the final objective) needs
+        self._posteriors: tuple[ParamState, list] | None = None
+        self._ahead = 0.0  # seconds spent on them outside a step (reported by the step that uses them)
+
+    def start(self, state: FitState) -> None:
+        """Both models' initial parameters, drawn one after the other from the state's generator."""
+        forward, reverse = (initial_params(d.problem, self.settings, d.executor, state.rng) for d in self.directions)
+        self._set(state, [forward, reverse])
+
+    def finished(self, state: FitState) -> bool:
+        return state.converged or state.step >= self.settings.iterations
+
+    def posteriors(self, state: FitState) -> list[tuple[list[np.ndarray], np.ndarray]]:
+        """Both models' (link posteriors, log Z) under the state's parameters."""
+        if self._posteriors is None or self._posteriors[0] is not state.params:
+            self._posteriors = None  # freed before the next ones are computed
+            t0 = time.perf_counter()
+            computed = [d.posteriors(p, self.examples) for d, p in zip(self.directions, _both_params(state))]
+            self._posteriors = (state.params, computed)
+            self._ahead = time.perf_counter() - t0
+        return self._posteriors[1]
+
+    def objective(self, params: list[ParamState], log_z: list[np.ndarray]) -> float:
+        return sum(objective(p, self.examples, z, w)
+                   for objective, p, z, w in zip(self.objectives, params, log_z, self.weights))
+
+    def step(self, state: FitState) -> dict:
+        forward, reverse = self.directions
+        params = _both_params(state)
+        # computed already when the loop scored these parameters: that time is this step's too
+        ahead = self._ahead if self._posteriors is not None and self._posteriors[0] is state.params else 0.0
+        (post_f, log_z_f), (post_r, log_z_r) = self.posteriors(state)
+        self._posteriors, self._ahead = None, 0.0
+        counts_f = _link_counts(forward, params[0], self.weights[0], post_f, post_r)[0]
+        counts_r = _link_counts(reverse, params[1], self.weights[1], post_r, post_f)[0]
+        objective = self.objective(params, [log_z_f, log_z_r])
+        del post_f, post_r
+        self._set(state, [maximize(forward.problem.layout, counts_f, params[0], self.settings.regularizers),
+                          maximize(reverse.problem.layout, counts_r, params[1], self.settings.regularizers)])
+        return {"iteration": state.step + 1, "objective": objective, "seconds_ahead": ahead}
+
+    def final_objective(self, state: FitState) -> float:
+        return self.objective(_both_params(state), [log_z for _, log_z in self.posteriors(state)])
+
+    def evaluate(self, state: FitState) -> dict[str, float]:
+        """The agreed links' scores against the gold links (the evaluation hook of the loop)."""
+        return _scores(self.directions, [post for post, _ in self.posteriors(state)], self.gold)
+
+    @staticmethod
+    def _set(state: FitState, params: list[ParamState]) -> None:
+        """Both models' parameters into the state, together (a Ctrl-C leaves the previous pair)."""
+        extra = {**state.extra, **{f"reverse_{k}": v for k, v in zip(PARAM_FIELDS, params[1].abi())}}
+        state.params, state.extra = params[0], extra
+
+
+def _unsupported(job) -> str | None:
+    """The first option of the request that the agreement fit cannot honour, in words."""
     settings = job.settings
     if settings.algorithm != "batch":
-        raise EmcError(f"--agree trains with batch EM; --algorithm {settings.algorithm} is not supported with it")
+        return f"--algorithm {settings.algorithm} (it trains with batch EM)"
+    if settings.restarts > 1:
+        return f"--restarts {settings.restarts} (it makes one joint fit)"
+    if job.job.workers or job.job.scheduler:
+        return "--workers/--scheduler (its E-step runs on this machine)"
     if job.init_run:
-        raise EmcError("--agree starts from its own initialisation (--init random, uniform or ibm1), not a saved run")
+        return "--init RUN (it starts from its own initialisation: --init random, uniform or ibm1)"
+    return None
+
+
+def fit_jointly(job) -> int:
+    """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step, run by
+    the shared EM loop; saves the forward model to RUN and the reverse one to RUN/reverse. RUN's
+    checkpoint holds both models after each iteration (the reverse one in the state's extra), so
+    `--resume RUN` continues the joint fit."""
+    unsupported = _unsupported(job)
+    if unsupported:
+        raise EmcError(f"--agree does not support {unsupported}")
+    settings = job.settings
     reverse_options = {**job.options, "reverse": True}
     directions = []
     for options in (job.options, reverse_options):
@@ -143,52 +229,25 @@ def fit_jointly(job) -> int:
     forward, reverse = directions
     if forward.problem.n_examples != reverse.problem.n_examples:
         raise EmcError("the two directions kept different sentence pairs")
-    rng = np.random.default_rng(settings.seed)
-    params = [initial_params(d.problem, settings, d.executor, rng) for d in directions]
-    weights = [example_weights(d.problem, settings) for d in directions]
-    examples = np.arange(forward.problem.n_examples)
-    gold = forward.problem.corpus.gold.get("links")
-    state = job.saved_state(job.out) or FitState(params=params[0], rng=rng)
-    if state.step:
-        params = _both_params(state)
+    agreement = Agreement(directions, settings)
+    state = job.saved_state(job.out)
+    if state is None:
+        state = FitState(params=None, rng=np.random.default_rng(settings.seed))
+        agreement.start(state)
     checkpointer = job.checkpointer(job.out)
-    started = time.perf_counter() - (state.history[-1]["seconds_total"] if state.history else 0.0)
     try:
-        while not state.converged and state.step < settings.iterations:
-            t0 = time.perf_counter()
-            (post_f, log_z_f), (post_r, log_z_r) = [d.posteriors(p, examples) for d, p in zip(directions, params)]
-            counts_f = _link_counts(forward, params[0], weights[0], post_f, post_r)[0]
-            counts_r = _link_counts(reverse, params[1], weights[1], post_r, post_f)[0]
-            previous = state.objective
-            objective = float(weights[0] @ log_z_f + weights[1] @ log_z_r)
-            params = [maximize(forward.problem.layout, counts_f, params[0], settings.regularizers),
-                      maximize(reverse.problem.layout, counts_r, params[1], settings.regularizers)]
-            elapsed = time.perf_counter() - t0
-            change = None if previous is None else (objective - previous) / max(abs(previous), 1e-300)
-            record = {"iteration": state.step + 1, "objective": objective, "change": change, "seconds": elapsed,
-                      "seconds_total": time.perf_counter() - started,
-                      "examples_per_second": len(examples) / max(elapsed, 1e-9)}
-            if gold is not None and settings.eval_every and record["iteration"] % settings.eval_every == 0:
-                record["metrics"] = _scores(directions, [post_f, post_r], gold)
-            state = FitState(params=params[0], rng=rng, step=state.step + 1, objective=objective,
-                             converged=change is not None and settings.tolerance > 0 and abs(change) < settings.tolerance,
-                             history=state.history + [record],
-                             extra={f"reverse_{k}": v for k, v in zip(PARAM_FIELDS, params[1].abi())})
-            job.observer(record)
-            if checkpointer:
-                checkpointer(state)
+        result = run_steps(agreement, state, settings, forward.problem.n_examples,
+                           agreement.evaluate if agreement.gold is not None else None, job.observer, checkpointer,
+                           label=f"agreement {settings.describe()}")
     except KeyboardInterrupt:
         if job.out is None or not state.step:
             raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
         for d, p, options, out in _outputs(job, directions, _both_params(state), reverse_options):
             job.save(d.problem, FitResult(p, state.objective, state.history, {}), out, options)
         raise job.interrupted(job.out, state.step) from None
-    objective, history = state.objective, state.history
-    metrics = {}
-    if gold is not None:  # the final parameters' posteriors serve only to score them
-        metrics = _scores(directions, [d.posteriors(p, examples)[0] for d, p in zip(directions, params)], gold)
-    for d, p, options, out in _outputs(job, directions, params, reverse_options):
-        job.save(d.problem, FitResult(p, objective, history, metrics if d is forward else {}), out, options)
+    for d, p, options, out in _outputs(job, directions, _both_params(state), reverse_options):
+        job.save(d.problem, FitResult(p, result.objective, result.history, result.metrics if d is forward else {}),
+                 out, options)
     return 0
 
 

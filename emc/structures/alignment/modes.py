@@ -14,13 +14,11 @@ side, 0-based):
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from emc.eval import format_metrics
 from emc.eval.alignment import alignment_scores
 from emc.io.bitext import pharaoh, swap_links
 from emc.runtime.decode import bind_saved, in_input_order
@@ -103,7 +101,9 @@ def _reverse_run(saved: SavedRun) -> SavedRun:
     return load_run(path)
 
 
-def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> Iterator[str]:
+def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> tuple[list[str], dict[str, float]]:
+    """(the Pharaoh links of each pair in input order, their scores against the gold links when
+    the data has some)."""
     threshold = options.get("threshold")
     heuristic = options.get("symmetrize")
     if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
@@ -122,8 +122,9 @@ def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> 
         forward = _Direction(chosen, path, options)  # the one direction (the reverse, with --direction)
         links = forward.viterbi() if threshold is None else forward.thresholded(threshold)
     gold = forward.problem.corpus.gold.get("links")
+    metrics: dict[str, float] = {}
     if gold is not None:
         if forward.reverse:  # read swapped: its gold is in the model's orientation
             gold = [(swap_links(sure), swap_links(possible)) for sure, possible in gold]
-        print("emc: " + format_metrics(alignment_scores(links, gold)), file=sys.stderr)
-    yield from in_input_order(forward.problem, [pharaoh(pair) for pair in links])
+        metrics = alignment_scores(links, gold)
+    return in_input_order(forward.problem, [pharaoh(pair) for pair in links]), metrics
