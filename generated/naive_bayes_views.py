@@ -3,8 +3,12 @@
 # The model's glue around the label DP (emc/structures/label/dp.py): one log score per class from
 # the blocks (example-slot factors once, token-slot factors once per token, i.e. count times per
 # distinct token of the bag), the normalisation over classes, and the class posterior scattered
-# into expected counts. prepare, estep_example, decode_example and posterior_example follow the ABI
-# in emc/codegen/abi.py and compile on first use.
+# into expected counts. Every loop over classes runs over the example's classes k = lo + j,
+# j < hi - lo: all K, or only its class for a labeled example (dp.class_range), which is then
+# scored and counted once. score and marg hold those classes only (the DP's j-th is class lo + j):
+# indexed from 0, an unlabeled example's loops compile as tightly as loops over range(K).
+# prepare, estep_example, decode_example and posterior_example follow the ABI in
+# emc/codegen/abi.py and compile on first use.
 #   prior: P(c) -> example slot
 #   words: P(d.lower | c) -> token slot
 #   shape: P(d.shape | c) -> token slot
@@ -13,7 +17,7 @@ from numba import njit
 
 from emc.codegen.abi import array, entry, read
 from emc.structures.label import dp
-from emc.structures.semiring import MAX, SUM
+from emc.structures.semiring import SUM
 
 STRUCTURE = "label"
 
@@ -38,26 +42,28 @@ T_SHAPE = 14  # table:shape
 
 
 @njit(cache=True)
-def _class_scores(ex, ints, layout, meta, params):
-    """score[k]: the log of the product of every factor of the example in class k."""
-    K = meta[M_CLASSES]
+def _class_scores(ex, lo, hi, ints, layout, meta, params):
+    """score[j]: the log of the product of every factor of the example in class k = lo + j, for the
+    example's classes lo..hi - 1."""
     bag_offsets = array(ints, layout, A_BAG_OFFSETS)
     bag_token = array(ints, layout, A_BAG_TOKEN)
     bag_count = array(ints, layout, A_BAG_COUNT)
     d_lower_ids = array(ints, layout, A_TOKENS_D_LOWER)
     d_shape_ids = array(ints, layout, A_TOKENS_D_SHAPE)
-    score = np.zeros(K)
+    score = np.zeros(hi - lo)
     # example slot: once per example
-    for k in range(K):
-        score[k] += np.log(read(params, meta, T_PRIOR, 0, k))  # prior: P(c)
+    for j in range(hi - lo):
+        k = lo + j
+        score[j] += np.log(read(params, meta, T_PRIOR, 0, k))  # prior: P(c)
     # token slot: once per token, so count times per distinct token
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
         d_lower = d_lower_ids[bag_token[i]]
         d_shape = d_shape_ids[bag_token[i]]
         n = bag_count[i]
-        for k in range(K):
-            score[k] += n * np.log(read(params, meta, T_WORDS, k, d_lower))  # words: P(d.lower | c)
-            score[k] += n * np.log(read(params, meta, T_SHAPE, k, d_shape))  # shape: P(d.shape | c)
+        for j in range(hi - lo):
+            k = lo + j
+            score[j] += n * np.log(read(params, meta, T_WORDS, k, d_lower))  # words: P(d.lower | c)
+            score[j] += n * np.log(read(params, meta, T_SHAPE, k, d_shape))  # shape: P(d.shape | c)
     return score
 
 
@@ -84,17 +90,19 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     bag_count = array(ints, layout, A_BAG_COUNT)
     d_lower_ids = array(ints, layout, A_TOKENS_D_LOWER)
     d_shape_ids = array(ints, layout, A_TOKENS_D_SHAPE)
-    score = _class_scores(ex, ints, layout, meta, params)
-    marg = np.empty(K)
-    log_z = dp.class_marginals(semiring, score, _label(ex, ints, layout), marg)
+    lo, hi = dp.class_range(_label(ex, ints, layout), K)
+    score = _class_scores(ex, lo, hi, ints, layout, meta, params)
+    marg = np.empty(hi - lo)
+    log_z = dp.class_marginals(semiring, score, marg)
     if not log_z > -np.inf:
         return log_z
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
-    # example slot: every class, weighted by its posterior
-    for k in range(K):
-        p = marg[k] * weight
+    # example slot: each of its classes, weighted by its posterior
+    for j in range(hi - lo):
+        k = lo + j
+        p = marg[j] * weight
         if p != 0.0:
             # prior: P(c)
             cell = entry(meta, T_PRIOR, 0, k)
@@ -103,13 +111,14 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                 listed += 1
                 touched[listed] = cell
             dense[cell] += p
-    # token slot: every distinct token and class, count times the class posterior
+    # token slot: every distinct token and class of the example, count times the class posterior
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
         d_lower = d_lower_ids[bag_token[i]]
         d_shape = d_shape_ids[bag_token[i]]
         n = bag_count[i]
-        for k in range(K):
-            p = marg[k] * weight
+        for j in range(hi - lo):
+            k = lo + j
+            p = marg[j] * weight
             if p != 0.0:
                 # words: P(d.lower | c)
                 cell = entry(meta, T_WORDS, k, d_lower)
@@ -133,19 +142,20 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 @njit(cache=True)
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best class (-1 for an impossible example)."""
-    score = _class_scores(ex, ints, layout, meta, params)
-    label = _label(ex, ints, layout)
-    marg = np.empty(score.shape[0])
-    log_score = dp.class_marginals(MAX, score, label, marg)
-    out[0] = dp.best_class(score, label)
+    lo, hi = dp.class_range(_label(ex, ints, layout), meta[M_CLASSES])
+    score = _class_scores(ex, lo, hi, ints, layout, meta, params)
+    log_score, best = dp.best_class(score)
+    out[0] = lo + best if best >= 0 else -1
     return log_score
 
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(c = k | example) for every class k."""
-    score = _class_scores(ex, ints, layout, meta, params)
-    marg = np.empty(score.shape[0])
-    log_z = dp.class_marginals(SUM, score, _label(ex, ints, layout), marg)
-    out[:marg.size] = marg
+    lo, hi = dp.class_range(_label(ex, ints, layout), meta[M_CLASSES])
+    score = _class_scores(ex, lo, hi, ints, layout, meta, params)
+    marg = np.empty(hi - lo)
+    log_z = dp.class_marginals(SUM, score, marg)
+    out[:meta[M_CLASSES]] = 0.0
+    out[lo:hi] = marg
     return log_z

@@ -69,3 +69,12 @@ def test_info_describes_the_bags(tmp_path, capsys):
     assert main(["info", SPEC, str(path), "--format", "jsonl"]) == 0
     out = capsys.readouterr().out
     assert "one posterior over the classes" in out and "table emit" in out and "bag_count" in out
+
+
+def test_strip_headers_with_text_format_is_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "docs.txt"
+    path.write_text("From: a@b Subject: one line is all header\nsecond document\n")
+    assert main(["fit", SPEC, str(path), "--strip-headers", "--classes", "2", "--out", str(tmp_path / "run")]) != 0
+    err = capsys.readouterr().err
+    assert "--strip-headers needs --format jsonl" in err and "contains no documents" not in err
+    assert not (tmp_path / "run").exists()

@@ -41,6 +41,20 @@ def test_strip_headers_drops_up_to_the_first_blank_line():
     assert strip_headers("no blank line at all") == ""
 
 
+def test_strip_headers_needs_json_lines(tmp_path, model):
+    """A `text` document is one line, so it has no blank line and stripping would empty it: the
+    combination is refused by name rather than reported as a file without documents."""
+    text = tmp_path / "docs.txt"
+    text.write_text("From: a@b\nbody words\n")
+    for fmt in (None, "text"):
+        with pytest.raises(EmcError, match="--strip-headers needs --format jsonl"):
+            read(model, text, format=fmt, strip_headers=True)
+    assert read(model, text, format="text", strip_headers=False).fields["d"].tokens(1) == ["body", "words"]
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": "From: a@b\nSubject: hi\n\nbody words"}) + "\n")
+    assert read(model, path, format="jsonl", strip_headers=True).fields["d"].tokens(0) == ["body", "words"]
+
+
 def test_frequency_cutoff_removes_the_most_frequent_and_the_rare():
     counts = np.array([0, 9, 1, 9, 5, 2])
     assert frequency_cutoff(counts, stop_words=1, min_count=2).tolist() == [False, False, False, True, True, True]

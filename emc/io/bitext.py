@@ -20,7 +20,7 @@ from array import array
 
 import numpy as np
 
-from emc.io.corpus import TokenField
+from emc.io.corpus import TokenField, TokenFieldBuilder
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
@@ -30,27 +30,9 @@ SEPARATOR = "|||"
 Links = frozenset  # of (source position, target position)
 
 
-class SideBuilder:
-    """Token ids of one side of a bitext, encoded as they are read (no per-token objects kept)."""
-
-    def __init__(self, vocab: Vocabulary):
-        self.vocab = vocab
-        self.ids = array("i")
-        self.lengths = array("q")
-
-    def add(self, tokens: list[str]) -> None:
-        self.ids.extend(self.vocab.encode(tokens))
-        self.lengths.append(len(tokens))
-
-    def field(self) -> TokenField:
-        offsets = np.zeros(len(self.lengths) + 1, np.int64)
-        np.cumsum(np.frombuffer(self.lengths, np.int64), out=offsets[1:])
-        return TokenField(np.frombuffer(self.ids, np.int32).copy(), offsets, self.vocab)
-
-
 def read_bitext(path: str, source: Vocabulary, target: Vocabulary) -> tuple[TokenField, TokenField, np.ndarray]:
     """A `source ||| target` file: (source side, target side, line number of each pair)."""
-    sides = SideBuilder(source), SideBuilder(target)
+    sides = TokenFieldBuilder(source), TokenFieldBuilder(target)
     lines = array("q")
     for number, line in read_lines(path):
         if not line.strip():
@@ -72,11 +54,11 @@ def read_bitext(path: str, source: Vocabulary, target: Vocabulary) -> tuple[Toke
 def read_parallel(source_path: str, target_path: str, source: Vocabulary,
                   target: Vocabulary) -> tuple[TokenField, TokenField, np.ndarray]:
     """Two files with one sentence per line, line k of one the translation of line k of the other."""
-    sides = SideBuilder(source), SideBuilder(target)
+    sides = TokenFieldBuilder(source), TokenFieldBuilder(target)
     for side, path in zip(sides, (source_path, target_path)):
         for _, line in read_lines(path):
             side.add(line.split())
-    counts = [len(s.lengths) for s in sides]
+    counts = [len(s) for s in sides]
     if counts[0] != counts[1]:
         shorter = source_path if counts[0] < counts[1] else target_path
         raise DataError(shorter, min(counts) + 1, f"the file ends here, but {source_path} has {counts[0]} lines and "
@@ -85,7 +67,7 @@ def read_parallel(source_path: str, target_path: str, source: Vocabulary,
     return sides[0].field(), sides[1].field(), np.arange(1, counts[0] + 1, dtype=np.int64)
 
 
-def _require_pairs(path: str, sides: tuple[SideBuilder, SideBuilder]) -> None:
+def _require_pairs(path: str, sides: tuple[TokenFieldBuilder, TokenFieldBuilder]) -> None:
     lengths = [np.frombuffer(s.lengths, np.int64) for s in sides]
     require_examples(path, int(np.count_nonzero((lengths[0] > 0) & (lengths[1] > 0))), "sentence pair")
 

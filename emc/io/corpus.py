@@ -6,6 +6,7 @@ latent structures for semi-supervised EM ride along, in whatever form their stru
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,29 @@ class TokenField:
         """The same tokens seen through views (x.suffix(3)): computed once per token type."""
         mapping = np.array([vocab.add(apply_views(v, views)) for v in self.vocab.values], np.int32)
         return TokenField(mapping[self.ids], self.offsets, vocab)
+
+
+class TokenFieldBuilder:
+    """A TokenField read one example at a time: tokens are encoded into `vocab` as they come and
+    kept as flat int32 ids with the examples' lengths (no per-token objects)."""
+
+    def __init__(self, vocab: Vocabulary):
+        self.vocab = vocab
+        self.ids = array("i")
+        self.lengths = array("q")
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def add(self, tokens: list[str]) -> None:
+        """The next example, its tokens as read."""
+        self.ids.extend(self.vocab.encode(tokens))
+        self.lengths.append(len(tokens))
+
+    def field(self) -> TokenField:
+        offsets = np.zeros(len(self.lengths) + 1, np.int64)
+        np.cumsum(np.frombuffer(self.lengths, np.int64), out=offsets[1:])
+        return TokenField(np.frombuffer(self.ids, np.int32).copy(), offsets, self.vocab)
 
 
 @dataclass

@@ -11,7 +11,8 @@ Documented choices (also in `emc fit --help`):
   letters (Unicode letters; digits, punctuation and `_` separate words), so "Don't panic, 42!"
   gives `don t panic`; `whitespace` keeps the whitespace-separated tokens as written.
 - --strip-headers drops everything up to the first blank line of each text (the From:/Subject:
-  header block of mail and news; a text without a blank line is all header).
+  header block of mail and news; a text without a blank line is all header). It needs `jsonl`:
+  a `text` document is one line, which has no blank line.
 - The frequency cut-off of Liang & Klein (2009) is computed on the training data, all its files
   together: --stop-words N removes the N most frequent words (ties: the word seen first),
   --min-count M the words seen fewer than M times. Removed words are left out of the documents.
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
+from emc.io.corpus import TokenFieldBuilder
 from emc.io.readers import read_lines
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
@@ -56,6 +57,10 @@ class TextOptions:
             raise EmcError(f"--tokenize {opts.tokenize}: choose {' or '.join(TOKENIZERS)}")
         if opts.stop_words < 0 or opts.min_count < 1:
             raise EmcError("--stop-words must be >= 0 and --min-count >= 1")
+        if opts.strip_headers and (options.get("format") or "text") == "text":
+            raise EmcError("--strip-headers needs --format jsonl: it drops each text up to its first blank line, and "
+                           "a document of --format text is one line, so every document would be empty (a run "
+                           "fitted with --strip-headers decodes JSON lines too)")
         return opts
 
 
@@ -86,9 +91,8 @@ class Documents:
 
 def read_documents(path: str, fmt: str, opts: TextOptions) -> Documents:
     """Every document of a `text` or `jsonl` file, tokenised."""
-    words = Vocabulary()
-    ids = array("i")
-    lengths, lines, gold, supervised = [], [], [], []
+    tokens = TokenFieldBuilder(Vocabulary())
+    lines, gold, supervised = [], [], []
     for number, line in read_lines(path):
         if fmt == "jsonl":
             text, label, given = _json_document(path, number, line, opts)
@@ -96,15 +100,12 @@ def read_documents(path: str, fmt: str, opts: TextOptions) -> Documents:
             text, label, given = line, None, None
         if opts.strip_headers:
             text = strip_headers(text)
-        tokens = words.encode(tokenize(text, opts.tokenize))
-        ids.extend(tokens)
-        lengths.append(len(tokens))
+        tokens.add(tokenize(text, opts.tokenize))
         lines.append(number)
         gold.append(label)
         supervised.append(given)
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return Documents(words, np.frombuffer(ids, np.int32).copy(), offsets, np.array(lines, np.int64), gold, supervised)
+    field = tokens.field()
+    return Documents(field.vocab, field.ids, field.offsets, np.array(lines, np.int64), gold, supervised)
 
 
 def _json_document(path: str, number: int, line: str, opts: TextOptions) -> tuple[str, str | None, str | None]:

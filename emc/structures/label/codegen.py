@@ -1,9 +1,10 @@
 """How the label structure's generated glue names its attributes (see
 emc/codegen/templates/label.py.j2).
 
-Both slots loop over the classes k. The token slot also loops over the example's bag of words:
-entry i of the bag is one distinct token with its count, and `bag_token[i]` is the position of
-one of its occurrences in the token arrays, so every token array (views included) is read there.
+Both slots loop over the example's classes k (all K, or a labeled example's own). The token slot
+also loops over the example's bag of words: entry i of the bag is one distinct token with its
+count, and `bag_token[i]` is the position of one of its occurrences in the token arrays, so every
+token array (views included) is read there.
 """
 from __future__ import annotations
 

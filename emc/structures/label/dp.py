@@ -1,58 +1,68 @@
 """The label DP: one latent class per example, so the "dynamic program" is a normalisation over
 the K classes, written once for the sum and max semirings.
 
-The generated glue hands over score[k] = log of the product of every factor for class k (an
-example's score is a sum of hundreds of log probabilities, so it is kept in log space). Then
+The generated glue hands over score[j] = log of the product of every factor for the example's
+j-th class (an example's score is a sum of hundreds of log probabilities, so it is kept in log
+space). Then
 
-    log Z = m + log (+)_k exp(score[k] - m),   m = max_k score[k]
+    log Z = m + log (+)_j exp(score[j] - m),   m = max_j score[j]
 
-which is the log partition function under sum and the best class's log score under max (where
-(+)_k exp(score[k] - m) = 1). A labeled example is restricted to its class (`label` >= 0), like a
-chain's allowed-state lists. Every class at -inf (an impossible example) gives -inf; a NaN score
-gives NaN: the runtime reports either with the example's line.
+which is the log partition function under sum (`log_sum` of emc/structures/semiring.py) and the
+best class's log score under max. An example's classes are lo..hi - 1 (`class_range`): all K, or
+only its class for a labeled example (like a chain's allowed-state lists), so a labeled example
+is scored and counted once, not K times; its j-th class is lo + j. Every class at -inf (an
+impossible example) gives -inf; a NaN score gives NaN: the runtime reports either with the
+example's line.
 """
 import numpy as np
 from numba import njit
 
-from emc.structures.semiring import MAX, plus
+from emc.structures.semiring import MAX, log_sum
 
 NEG_INF = -np.inf
 
 
-@njit(cache=True)
-def best_class(score, label):
-    """The class with the highest score (the first on ties; `label` when it is >= 0), or -1 when
-    every allowed class scores -inf or NaN."""
+@njit(inline="always")
+def class_range(label, K):
+    """The classes an example can take, as lo..hi - 1: its class when labeled (`label` >= 0),
+    else all K."""
     if label >= 0:
-        return label if score[label] > NEG_INF else -1
-    best, arg = NEG_INF, -1
-    for k in range(score.shape[0]):
-        if score[k] > best:
-            best, arg = score[k], k
-    return arg
+        return label, label + 1
+    return 0, K
 
 
 @njit(cache=True)
-def class_marginals(semiring, score, label, marg):
-    """marg[k] = P(c = k | example) under sum, the indicator of the best class under max (0
-    everywhere for an impossible example). Returns log Z (the best log score under max)."""
-    K = score.shape[0]
+def best_class(score):
+    """(the best log score, its index j): the first with the highest score, or (-inf, -1) when
+    every one is -inf. A NaN score makes the log score NaN (j is then the best of the others, -1
+    if none)."""
+    best, arg, nan = NEG_INF, -1, False
+    for j in range(score.shape[0]):
+        if score[j] > best:
+            best, arg = score[j], j
+        elif score[j] != score[j]:
+            nan = True
+    return (np.nan if nan else best), arg
+
+
+@njit(cache=True)
+def class_marginals(semiring, score, marg):
+    """marg[j] = P(the example's j-th class | example) under sum, the indicator of the best class
+    under max (0 everywhere for an impossible example). Returns log Z (the best log score under
+    max)."""
     marg[:] = 0.0
-    for k in range(K):
-        if score[k] != score[k] and (label < 0 or k == label):
-            return np.nan
-    arg = best_class(score, label)
-    if arg < 0:
-        return NEG_INF
-    m = score[arg]
-    total = 0.0
-    for k in range(K):
-        if label < 0 or k == label:
-            total = plus(semiring, total, np.exp(score[k] - m))
     if semiring == MAX:
-        marg[arg] = 1.0
-    else:
-        for k in range(K):
-            if label < 0 or k == label:
-                marg[k] = np.exp(score[k] - m) / total
-    return m + np.log(total)
+        log_z, arg = best_class(score)
+        if log_z > NEG_INF:
+            marg[arg] = 1.0
+        return log_z
+    log_z = log_sum(semiring, score, score.shape[0], marg)  # marg[j] = exp(score[j] - m)
+    if not log_z > NEG_INF:
+        marg[:] = 0.0
+        return log_z
+    total = 0.0
+    for j in range(marg.shape[0]):
+        total += marg[j]
+    for j in range(marg.shape[0]):
+        marg[j] /= total
+    return log_z

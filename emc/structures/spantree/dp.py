@@ -30,26 +30,9 @@ impossible sentence (every bracketing has probability 0) returns -inf and leaves
 import numpy as np
 from numba import njit
 
-from emc.structures.semiring import MAX, SUM
+from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
-
-
-@njit(inline="always")
-def log_sum(semiring, terms, count):
-    """(+) over terms[:count], log-space values: their max, or the log of the sum of their
-    exponentials, shifted by the max so nothing overflows (one exp per term). -inf is the zero;
-    a NaN (from NaN parameters) is passed on, so the runtime can name it."""
-    best = NEG_INF
-    for q in range(count):
-        if terms[q] > best or terms[q] != terms[q]:
-            best = terms[q]
-    if semiring == MAX or best == NEG_INF:
-        return best
-    total = 0.0
-    for q in range(count):
-        total += np.exp(terms[q] - best)
-    return best + np.log(total)
 
 
 @njit(inline="always")
@@ -112,7 +95,7 @@ def inside(semiring, score, cross, n, chart):
             j = i + length
             for k in range(i + 1, j):
                 terms[k - i - 1] = cross[i, j, k] + chart[i, k] + chart[k, j]
-            chart[i, j] = score[1, i, j] + log_sum(semiring, terms, length - 1)
+            chart[i, j] = score[1, i, j] + log_sum(semiring, terms, length - 1, terms)
     return chart[0, n]
 
 
@@ -136,7 +119,7 @@ def outside(score, cross, inside_chart, n, chart):
             for h in range(i):
                 terms[count] = above[h, j] + cross[h, j, i] + inside_chart[h, i]
                 count += 1
-            chart[i, j] = log_sum(SUM, terms, count)
+            chart[i, j] = log_sum(SUM, terms, count, terms)
             above[i, j] = chart[i, j] + score[1, i, j]
 
 
