@@ -14,6 +14,7 @@ from emc.runtime.problem import Model, Problem, bind
 from emc.spec.check import check
 from emc.spec.parse import parse_text
 from emc.structures.semiring import MAX, SUM
+from reference import decoded_form
 
 # Tiny data in each structure's default input format.
 TINY = {
@@ -65,14 +66,18 @@ Firing = tuple[str, int, int] | float  # (table name, row, outcome), or a consta
 
 
 def check_against_enumeration(problem: Problem, params: ParamState, example: int,
-                              structures: list[tuple[list[Firing], object]],
-                              decoded_of: Callable[[np.ndarray], object], tol: float = 1e-9) -> None:
+                              structures: Iterable[tuple[list[Firing], object]],
+                              decoded_of: Callable[[np.ndarray], object] | None = None, tol: float = 1e-9) -> None:
     """The generated E-step (log Z and every expected count), posterior-derived counts under
     max (hard EM) and the decoder must equal brute force over the latent structures.
 
     `structures` lists every latent structure of the example as (the factor firings it consists
-    of, its decoded form); `decoded_of` turns the decoder's output into that form. A firing that
-    is a plain number is a constant factor of the structure's own (no table entry, no count)."""
+    of, its decoded form), as tests/reference.py's enumerators give them; `decoded_of` turns the
+    decoder's output into that form (by default reference.decoded_form). A firing that is a plain
+    number is a constant factor of the structure's own (no table entry, no count)."""
+    structures = list(structures)
+    if decoded_of is None:
+        decoded_of = lambda decoded: decoded_form(problem, example, decoded)  # noqa: E731
     layout = problem.layout
     weights = params.weights(layout)
 

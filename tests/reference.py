@@ -1,14 +1,17 @@
 """The language's meaning, written independently of the code generator: every latent structure of
 an example as its parts, each part as the ids of its attributes, and a factor's firing as the
 mixed-radix (row, outcome) of its attributes. check_against_enumeration then compares any spec's
-generated E-step and decoder with this brute force (tests/test_properties.py).
+generated E-step and decoder with this brute force (tests/test_properties.py on random specs, the
+tests/test_*_bruteforce.py files on hand-written ones). ENUMERATORS has one enumerator per
+structure; the chain's and the label's take an optional constraint (`allowed`), as a tag
+dictionary or a labeled example imposes.
 
 Also the textbook incremental EM update over whole dense tables (dense_incremental), which the
 sparse online code is checked against (tests/test_variants.py, test_every_variant_on_every_spec.py)."""
 from __future__ import annotations
 
 import itertools
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -20,9 +23,9 @@ from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
 from emc.runtime.variants.online_state import start_mass
 from emc.structures.semiring import SUM
-from helpers_alignment import NULL, jump_bucket, shared_by
 
 Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
+NULL = -1  # an alignment link to no source word
 
 
 def token_ids(problem: Problem, observed: str, example: int, base_path: str) -> list[dict[str, int]]:
@@ -59,13 +62,16 @@ def firings(problem: Problem, parts: list[Part]) -> list:
     return out
 
 
-def chain_structures(problem: Problem, example: int):
+def chain_structures(problem: Problem, example: int, allowed: list[set[int]] | None = None):
+    """Every state sequence; with `allowed`, only those whose state at each position t is in allowed[t]."""
     b = problem.model.checked.binding
     z, x = b.latent, b.observed["x"]
     K, stop = problem.args["states"], problem.args["stop"]
     tokens = token_ids(problem, x, example, x)
     n = len(tokens)
     for path in itertools.product(range(K), repeat=n):
+        if allowed is not None and any(path[t] not in allowed[t] for t in range(n)):
+            continue
         parts: list[Part] = []
         history = [K, K]
         for t in range(n):
@@ -77,18 +83,23 @@ def chain_structures(problem: Problem, example: int):
         yield firings(problem, parts), tuple(path)
 
 
+def segmentations(n: int, maxlen: int, prefix: tuple[int, ...] = ()):
+    """Every split of n symbols into words of 1..maxlen symbols, as the tuple of word lengths."""
+    if n == 0:
+        yield prefix
+        return
+    for length in range(1, min(maxlen, n) + 1):
+        yield from segmentations(n - length, maxlen, prefix + (length,))
+
+
 def segmentation_structures(problem: Problem, example: int):
     b = problem.model.checked.binding
     s, x = b.latent, b.observed["x"]
     symbols = problem.corpus.fields[x].tokens(example)
-    maxlen = problem.args["maxlen"]
     words = problem.vocabs["substrings"]
-    n = len(symbols)
-    for cuts in itertools.product((0, 1), repeat=n - 1):
-        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [n]
+    for lengths in segmentations(len(symbols), problem.args["maxlen"]):
+        bounds = [0] + list(itertools.accumulate(lengths))
         segments = list(zip(bounds[:-1], bounds[1:]))
-        if any(j - i > maxlen for i, j in segments):
-            continue
         parts = [("segment", {f"{s}.word": words.index["".join(symbols[i:j])], f"{s}.length": j - i})
                  for i, j in segments]
         yield firings(problem, parts), tuple(bounds)
@@ -123,13 +134,27 @@ def spantree_structures(problem: Problem, example: int):
         yield firings(problem, parts), tree
 
 
-def label_structures(problem: Problem, example: int):
+def label_structures(problem: Problem, example: int, allowed: Iterable[int] | None = None):
+    """Every class (with `allowed`, only those classes)."""
     b = problem.model.checked.binding
     c, d = b.latent, b.observed["x"]
     tokens = token_ids(problem, d, example, d)
-    for label in range(problem.args["classes"]):
+    for label in range(problem.args["classes"]) if allowed is None else allowed:
         parts = [("example", {c: label})] + [("token", dict(values, **{c: label})) for values in tokens]
         yield firings(problem, parts), label
+
+
+def jump_bucket(jump: int, maxjump: int) -> int:
+    return min(max(jump, -maxjump), maxjump) + maxjump
+
+
+def shared_by(previous: int, l: int, jump: int, maxjump: int) -> int:
+    """How many source positions the jump's bucket reaches from `previous` (1 unless it is an
+    end bucket), counted one by one."""
+    bucket = jump_bucket(jump, maxjump)
+    if 0 < bucket < 2 * maxjump:
+        return 1
+    return sum(1 for i in range(l) if jump_bucket(i - previous, maxjump) == bucket)
 
 
 def alignment_structures(problem: Problem, example: int):

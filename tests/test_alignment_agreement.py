@@ -23,7 +23,8 @@ from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
 from emc.structures.alignment import agreement
 from helpers import problem_from_lines, random_params
-from helpers_alignment import alignments, spec_copy
+from helpers_alignment import spec_copy
+from reference import alignment_structures
 
 IBM1 = (ROOT / "specs" / "ibm1.em").read_text()
 
@@ -64,7 +65,7 @@ def marginals(problem, params, example):
     index = {(int(r), int(o)): table.offset + k for k, (r, o) in enumerate(zip(table.entry_rows, table.entry_outcomes))}
     width = len(problem.corpus.fields["e"].example(example)) + int(problem.args["null"])
     out = np.zeros((len(problem.corpus.fields["f"].example(example)), width))
-    for firings, links in alignments(problem, example, {"trans": "trans"}):
+    for firings, links in alignment_structures(problem, example):
         score = np.prod([weights[index[(r, o)]] for _, r, o in firings])
         for j, i in enumerate(links):
             out[j, width - 1 if i == -1 else i] += score

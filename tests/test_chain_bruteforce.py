@@ -1,15 +1,15 @@
 """The generated chain E-step, hard-EM counts and Viterbi equal brute-force enumeration of every
 state sequence, for random tiny chains (order 1 and 2, with and without STOP, with a second
-emission block over a view, and with tag-dictionary constraints)."""
+emission block over a view, and with tag-dictionary constraints). The enumeration is
+tests/reference.py's."""
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import chain_structures
 
 SPEC = """
 model chain_test
@@ -29,37 +29,6 @@ def spec(order: int, suffix: bool) -> str:
     return SPEC.format(order=order, context=context, extra=extra)
 
 
-def chain_structures(problem, example, order, allowed=None):
-    """Every state sequence as its factor firings, with its decoded form (the tuple of states)."""
-    K = problem.args["states"]
-    stop = problem.args["stop"]
-    x = problem.corpus.fields["x"].example(example)
-    views = {name: v for name, v in problem.vocabs.items() if name.startswith("vocab:x.")}
-    sfx = None
-    if "vocab:x.suffix(1)" in views:
-        vocab = problem.corpus.fields["x"].vocab
-        sfx = [views["vocab:x.suffix(1)"].index[vocab.values[i][-1:]] for i in x]
-    n = len(x)
-    out = []
-    for z in itertools.product(range(K), repeat=n):
-        if allowed is not None and any(z[t] not in allowed[t] for t in range(n)):
-            continue
-        firings = []
-        history = [K] * 2  # START
-        for t in range(n):
-            row = history[-1] if order == 1 else history[-1] * (K + 1) + history[-2]
-            firings.append(("trans", row, z[t]))
-            firings.append(("emit", z[t], int(x[t])))
-            if sfx is not None:
-                firings.append(("sfx", z[t], sfx[t]))
-            history.append(z[t])
-        if stop:
-            row = history[-1] if order == 1 else history[-1] * (K + 1) + history[-2]
-            firings.append(("trans", row, K))
-        out.append((firings, tuple(z)))
-    return out
-
-
 sentences = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=3)
 
 
@@ -73,8 +42,7 @@ def test_chain_matches_enumeration(tmp_path, order, states, stop, suffix, data, 
                                  overrides={"states": states, "stop": "yes" if stop else "no"})
     params = random_params(problem, np.random.default_rng(seed), zeros)
     for example in range(len(data)):
-        check_against_enumeration(problem, params, example, chain_structures(problem, example, order),
-                                  lambda decoded: tuple(int(s) for s in decoded))
+        check_against_enumeration(problem, params, example, chain_structures(problem, example))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -90,5 +58,4 @@ def test_chain_with_dictionary_matches_enumeration(tmp_path, order, data, seed, 
     params = random_params(problem, np.random.default_rng(seed))
     for example, sentence in enumerate(data):
         allowed = [{names.index(t) for t in tags[w]} if w in tags else set(range(len(names))) for w in sentence]
-        check_against_enumeration(problem, params, example, chain_structures(problem, example, order, allowed),
-                                  lambda decoded: tuple(int(s) for s in decoded))
+        check_against_enumeration(problem, params, example, chain_structures(problem, example, allowed))

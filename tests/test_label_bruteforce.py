@@ -1,7 +1,7 @@
 """The generated label E-step (log Z and every expected count), hard-EM counts, the decoder and the
 posteriors equal brute-force enumeration of every class, for tiny random mixtures: repeated words
 (the bag's counts), a second token block over a view, parameters with exact zeros (impossible
-documents), and labeled documents restricted to their class."""
+documents), and labeled documents restricted to their class. The enumeration is tests/reference.py's."""
 from __future__ import annotations
 
 import json
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from emc.runtime.executor import LocalExecutor
 from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import label_structures
 
 SPEC = """
 model mixture_test
@@ -25,22 +26,6 @@ multinomial sfx : P(d.suffix(1) | c)
 
 WORDS = ["a", "b", "ca", "dd", "eb"]
 NAMES = ["x", "y", "z"]
-
-
-def class_structures(problem, example, allowed):
-    """Every class of the example as its factor firings (one emit and one sfx firing per token),
-    with its decoded form (the class id)."""
-    field = problem.corpus.fields["d"]
-    suffix = problem.vocabs["vocab:d.suffix(1)"]
-    tokens = field.example(example)
-    out = []
-    for k in allowed:
-        firings = [("prior", 0, k)]
-        for w in tokens:
-            firings.append(("emit", k, int(w)))
-            firings.append(("sfx", k, suffix.index[field.vocab.values[w][-1:]]))
-        out.append((firings, k))
-    return out
 
 
 def check_posteriors(problem, params, example, structures):
@@ -65,8 +50,8 @@ def test_mixture_matches_enumeration(tmp_path, classes, docs, seed, zeros):
     problem = problem_from_lines(tmp_path, SPEC, [" ".join(d) for d in docs], overrides={"classes": classes})
     params = random_params(problem, np.random.default_rng(seed), zeros)
     for example in range(len(docs)):
-        structures = class_structures(problem, example, range(classes))
-        check_against_enumeration(problem, params, example, structures, lambda decoded: int(decoded[0]))
+        structures = list(label_structures(problem, example))
+        check_against_enumeration(problem, params, example, structures)
         check_posteriors(problem, params, example, structures)
 
 
@@ -84,6 +69,6 @@ def test_labeled_documents_match_enumeration_over_their_class(tmp_path, docs, la
     params = random_params(problem, np.random.default_rng(seed))
     for example, label in enumerate(labels):
         allowed = [names.index(label)] if label else range(len(names))
-        structures = class_structures(problem, example, allowed)
-        check_against_enumeration(problem, params, example, structures, lambda decoded: int(decoded[0]))
+        structures = list(label_structures(problem, example, allowed))
+        check_against_enumeration(problem, params, example, structures)
         check_posteriors(problem, params, example, structures)

@@ -15,6 +15,7 @@ from conftest import ROOT
 from emc.structures.segmentation import dp
 from emc.structures.semiring import MAX, SUM
 from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import segmentation_structures, segmentations
 
 SEGMENT = (ROOT / "specs" / "segment.em").read_text()
 # A segmentation with a learned length distribution instead of the fixed weight, and words
@@ -28,40 +29,6 @@ multinomial word : P(s.word | s.length)
 """
 
 
-def segmentations(n: int, maxlen: int, prefix: tuple[int, ...] = ()):
-    """Every split of n symbols into words of 1..maxlen symbols, as a tuple of word lengths."""
-    if n == 0:
-        yield prefix
-        return
-    for l in range(1, min(maxlen, n) + 1):
-        yield from segmentations(n - l, maxlen, prefix + (l,))
-
-
-def firings_of(problem, example: int, lengths: tuple[int, ...]):
-    """The factor firings (table, row, outcome) of one segmentation, read from the spec's blocks."""
-    symbols = problem.corpus.fields["x"].tokens(example)
-    words = problem.vocabs["substrings"]
-    names = {t.name for t in problem.layout.tables}
-    firings, i = [], 0
-    for l in lengths:
-        word = words.index["".join(symbols[i:i + l])]
-        if "penalty" in names:
-            firings += [("word", 0, word), ("penalty", 0, l)]
-        else:
-            firings += [("len", 0, l), ("word", l, word)]
-        i += l
-    return firings
-
-
-def structures(problem, example: int):
-    n = len(problem.corpus.fields["x"].example(example))
-    return [(firings_of(problem, example, s), s) for s in segmentations(n, problem.args["maxlen"])]
-
-
-def lengths_of(decoded: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(v) for v in decoded if v > 0)
-
-
 strings = st.lists(st.text(alphabet="abc", min_size=1, max_size=7), min_size=1, max_size=3)
 
 
@@ -71,7 +38,7 @@ def test_segment_spec_matches_enumeration(tmp_path, data, maxlen, seed, zeros):
     problem = problem_from_lines(tmp_path, SEGMENT, data, overrides={"maxlen": maxlen})
     params = random_params(problem, np.random.default_rng(seed), zeros)
     for example in range(len(data)):
-        check_against_enumeration(problem, params, example, structures(problem, example), lengths_of)
+        check_against_enumeration(problem, params, example, segmentation_structures(problem, example))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -80,7 +47,7 @@ def test_learned_length_blocks_match_enumeration(tmp_path, data, maxlen, seed):
     problem = problem_from_lines(tmp_path, LENGTHS, data, overrides={"maxlen": maxlen})
     params = random_params(problem, np.random.default_rng(seed), 0.2)
     for example in range(len(data)):
-        check_against_enumeration(problem, params, example, structures(problem, example), lengths_of)
+        check_against_enumeration(problem, params, example, segmentation_structures(problem, example))
 
 
 # --- the DP alone, over the full range of a double ----------------------------------------------

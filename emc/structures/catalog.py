@@ -3,9 +3,11 @@ themselves (`emc structures`; the reference section of docs/writing-models.md, w
 equal to this), so the documentation never goes stale."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from emc.spec.check import coerce_arg
 from emc.spec.parse import parse_text
-from emc.structures.base import Binding, Structure
+from emc.structures.base import Attribute, Binding, Structure
 from emc.structures.registry import STRUCTURES
 
 
@@ -29,6 +31,33 @@ def _fmt(value) -> str:
     return "required" if value is None else str(value)
 
 
+def _settings(spec) -> tuple:
+    """The values an argument can take when it switches a feature: a flag's two, an enumeration's choices."""
+    return (False, True) if spec.kind == "bool" else spec.choices or ()
+
+
+def all_attributes(structure: Structure) -> dict[str, tuple[Attribute, str]]:
+    """Every attribute the structure can give its parts, with the setting it needs ('' when the
+    example declaration has it, else e.g. `order=2`): the example binding, then each flag or
+    enumerated argument switched to each of its other values (`order=2`, `jump=yes`). Listed as
+    the structure lists them with all those settings on."""
+    binding = example_binding(structure)
+    needs = {path: "" for path in structure.attributes(binding)}
+    switched = {}
+    for spec in structure.args:
+        for value in _settings(spec):
+            if value == binding.args[spec.name]:
+                continue
+            added = set(structure.attributes(replace(binding, args={**binding.args, spec.name: value}))) - set(needs)
+            if added:
+                needs.update({path: f"{spec.name}={_fmt(value)}" for path in added})
+                switched[spec.name] = value
+    full = replace(binding, args={**binding.args, **switched})
+    attrs = structure.attributes(full)
+    assert set(attrs) == set(needs), f"{structure.name}: settings that add attributes do not combine"
+    return {path: (attr, needs[path]) for path, attr in attrs.items()}
+
+
 def views_markdown() -> str:
     from emc.io.views import VIEWS
 
@@ -41,7 +70,6 @@ def catalog_markdown() -> str:
     out = ["Observed views (after any attribute whose role says `views apply`; they chain, as in "
            "`x.lower.suffix(2)`, and each gets its own vocabulary):\n", views_markdown()]
     for structure in STRUCTURES.values():
-        binding = example_binding(structure)
         out.append(f"### `{structure.signature}`\n")
         out.append(f"{structure.help}\n")
         out.append(f"Example: `{structure.example}`; observed data of kind {' or '.join(structure.input_kinds)}.\n")
@@ -50,9 +78,10 @@ def catalog_markdown() -> str:
             out += [f"| `{a.name}` | {_fmt(a.default)} | {a.help} ({a.describe()}) |" for a in structure.args]
             out.append("")
         out.append("| attribute | role | values | slot | meaning |\n| --- | --- | --- | --- | --- |")
-        for path, attr in structure.attributes(binding).items():
+        for path, (attr, needs) in all_attributes(structure).items():
             role = attr.role + (", numeric" if attr.numeric else "") + (", views apply" if attr.tokens_of else "")
-            out.append(f"| `{path}` | {role} | `{attr.space}` | {attr.slot or 'any'} | {attr.help} |")
+            meaning = attr.help + (f"; only with `{needs}`" if needs else "")
+            out.append(f"| `{path}` | {role} | `{attr.space}` | {attr.slot or 'any'} | {meaning} |")
         out.append("")
         out.append("Slots: " + "; ".join(f"`{s.name}` ({s.help})" for s in structure.slots) + ".\n")
     return "\n".join(out)
