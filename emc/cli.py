@@ -13,11 +13,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from emc.spec.errors import EmcError
+
+
+def _note(*parts: Any, **kw: Any) -> None:
+    """Print to stderr (messages, progress). A reader that went away (`emc fit ... 2>&1 | head`)
+    must not stop a fit and lose its model: the rest goes to /dev/null."""
+    try:
+        print(*parts, file=sys.stderr, **kw)
+    except BrokenPipeError:
+        sys.stderr = open(os.devnull, "w")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,13 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args) or 0
     except Interrupted as err:
-        print(str(err), file=sys.stderr)
+        _note(str(err))
         return 130
     except EmcError as err:
-        print(str(err), file=sys.stderr)
+        _note(str(err))
         return 1
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _note("interrupted")
         return 130
     except BrokenPipeError:
         return 0
@@ -285,7 +295,7 @@ def cmd_fit(args) -> int:
     from emc.runtime import job as jobs
     from emc.runtime.settings import FitSettings
 
-    say = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr))
+    say = (lambda message: None) if args.quiet else _note
     observers = [] if args.quiet else [_progress_line]
     if args.log:
         observers.append(_JsonLog(Path(args.log)))
@@ -366,8 +376,7 @@ def _progress_bar(done: int, total: int) -> None:
     """Inside a long pass, on a terminal: a bar that the next progress line overwrites."""
     width = 30
     filled = width * done // max(total, 1)
-    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} examples", end="", file=sys.stderr,
-          flush=True)
+    _note(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} examples", end="", flush=True)
 
 
 def _progress_line(record: dict) -> None:
@@ -377,9 +386,9 @@ def _progress_line(record: dict) -> None:
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
     metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
-    print(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "
+    _note(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "
           f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
-          f"{record['examples_per_second']:.0f} ex/s", file=sys.stderr)
+          f"{record['examples_per_second']:.0f} ex/s")
 
 
 def _decode_parser(sub) -> None:
@@ -404,7 +413,7 @@ def cmd_decode(args) -> int:
     for line in result.lines:
         sys.stdout.write(line + "\n")
     if result.metrics:
-        print("emc: " + format_metrics(result.metrics), file=sys.stderr)
+        _note("emc: " + format_metrics(result.metrics))
     return 0
 
 

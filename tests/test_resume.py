@@ -103,3 +103,14 @@ def test_live_log(tmp_path, capsys):
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["iteration"] for r in records] == [1, 2, 3, 4]
     assert {"algorithm", "objective", "seconds_total", "examples_seen"} <= set(records[0])
+
+
+def test_a_closed_stderr_does_not_lose_the_fit(tmp_path):
+    """`emc fit ... 2>&1 | head` closes the progress reader early: the fit must still finish and save."""
+    data = sampled_data(tmp_path)
+    run = tmp_path / "run"
+    command = [c for c in fit_command(data, run, "--iterations", "5") if c != "--quiet"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=tmp_path)
+    process.stderr.close()
+    assert process.wait(timeout=300) == 0
+    assert (run / "params.npz").exists()
