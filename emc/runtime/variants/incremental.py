@@ -68,8 +68,9 @@ class Incremental(Variant):
             check_log_z(p, part, log_z)
             total += done
         if listing:
-            # trimmed (one copy per listing pass), so checkpoints hold no spare room
-            x.update({k: v[:fill[0] if k != "pool_value" else fill[1]].copy() for k, v in relisted.items()})
+            # views of the used part: checkpoints save no spare room, and no copy (on some machines
+            # first writes to fresh memory cost as much as a replay pass) is made to trim it
+            x.update({k: v[:fill[0] if k != "pool_value" else fill[1]] for k, v in relisted.items()})
         x["list_next"] = bool(counts.any())  # a replayed example wrote outside its list: list afresh
         if state.step == 0:
             self._remove_pseudo_counts(state)
