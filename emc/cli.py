@@ -208,7 +208,9 @@ def _fit_parser(sub) -> None:
     p.add_argument("spec", nargs="?")
     p.add_argument("data", nargs="*", help="training data (one example per line unless --format says otherwise); "
                                            "several files are read as one corpus")
-    p.add_argument("--out", help="directory to save the model in (a checkpoint is kept there as it runs)")
+    p.add_argument("--out", help="directory to save the model in (a checkpoint is kept there as it runs); a "
+                                 "folder that already holds a model is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace the model already saved in --out")
     p.add_argument("--resume", metavar="RUN", help="continue a fit that was killed or interrupted, from RUN's "
                                                   "checkpoint; it ends as the uninterrupted fit would have")
     p.add_argument("--checkpoint-every", type=float, default=0.0, metavar="SECONDS",
@@ -318,13 +320,14 @@ def cmd_fit(args) -> int:
         restarts=args.restarts, regularizers=_regularizers(args))
     job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                         args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
-    jobs.run(job, Path(args.out) if args.out else None, observer, say, progress)
+    jobs.run(job, Path(args.out) if args.out else None, observer, say, progress, overwrite=args.overwrite)
     return 0
 
 
 def _regularizers(args) -> dict:
     """--smooth BLOCK=A and --prior BLOCK=dirichlet(A)|sparse(ALPHA,BETA)|none, merged per block
     (a block named in only one of them keeps the spec's other setting: see mstep)."""
+    import math
     import re
 
     from emc.spec.check import Prior
@@ -333,9 +336,12 @@ def _regularizers(args) -> dict:
     for item in args.smooth:
         name, _, value = item.partition("=")
         try:
-            out.setdefault(name, [None, "keep"])[0] = float(value)
+            amount = float(value)
         except ValueError:
             raise EmcError(f"--smooth {item}: write --smooth BLOCK=AMOUNT") from None
+        if not math.isfinite(amount) or amount < 0:
+            raise EmcError(f"--smooth {item}: the amount must be a finite number >= 0")
+        out.setdefault(name, [None, "keep"])[0] = amount
     for item in args.prior:
         name, _, value = item.partition("=")
         match = re.fullmatch(r"\s*(dirichlet|sparse)\s*\(([^)]*)\)\s*|\s*(none)\s*", value)
@@ -349,8 +355,8 @@ def _regularizers(args) -> dict:
             except ValueError:
                 raise EmcError(f"--prior {item}: the prior's arguments must be numbers") from None
             want = 1 if match.group(1) == "dirichlet" else 2
-            if len(numbers) != want or min(numbers) <= 0:
-                raise EmcError(f"--prior {item}: {match.group(1)} takes {want} positive number(s)")
+            if len(numbers) != want or min(numbers) <= 0 or not all(map(math.isfinite, numbers)):
+                raise EmcError(f"--prior {item}: {match.group(1)} takes {want} finite positive number(s)")
             prior = Prior(match.group(1), *numbers)
         out.setdefault(name, [None, "keep"])[1] = prior
     return {name: tuple(v) for name, v in out.items()}

@@ -46,6 +46,10 @@ CASES = [
     ("ends mid-statement", CHAIN + "multinomial emit : P(x |", 4, 25, "the spec ends in the middle of a statement", None),
     ("transition outcome", CHAIN + "multinomial t : P(z.prev | z)\n", 4, 1, "the outcome of a transition block is the current state 'z'", None),
     ("fixed and smoothed", CHAIN + "multinomial emit : P(x | z) fixed smooth add(1)\n", 4, 1, "is fixed: it is never re-estimated", None),
+    ("infinite smoothing", CHAIN + "multinomial emit : P(x | z) smooth add(1e999)\n", 4, 40, "inf is not a finite number", "write a finite number"),
+    ("infinite param", CHAIN + "param a = -1e400\nmultinomial emit : P(x | z)\n", 4, 1, "-inf is not a finite number", None),
+    ("infinite argument", HEAD + "latent z : chain(x, states=1e999)\nmultinomial e : P(x | z)\n", 3, 28, "inf is not a finite number", None),
+    ("infinite weight", "model s\nobserved x : symbols\nlatent s : segmentation(x)\nmultinomial w : P(s.word)\nweight exp(-1e999 * s.length)\n", 5, 12, "-inf is not a finite number", None),
     ("unknown param", CHAIN + "multinomial emit : P(x | z) smooth add(a)\n", 4, 40, "'a' is not a number or a param", None),
 ]
 

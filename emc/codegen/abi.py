@@ -67,12 +67,6 @@ def entry(meta, table, row, outcome):
 
 
 @njit(inline="always")
-def table_entry(meta, table, local):
-    """Flat index of entry `local` of a sparse table (see emc/runtime/params.py)."""
-    return meta[table + TABLE_OFFSET] + local
-
-
-@njit(inline="always")
 def weight_at(params, meta, table, row, i):
     """The weight of flat entry i in row `row` of a table (see the module docstring)."""
     return entry_mass(params, meta, table, i) / row_mass(params, meta, table, row)

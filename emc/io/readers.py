@@ -67,6 +67,14 @@ def read_lines(path: str | Path | Lines) -> Iterator[tuple[int, str]]:
                                          f"(convert the file, e.g. iconv -f latin1 -t utf-8)") from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    nul = text.find("\x00")
+    if nul >= 0:
+        # a NUL never belongs to text: it means a binary or damaged file, and would silently become part of a token
+        line = text.count("\n", 0, nul) + 1
+        column = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        count = text.count("\x00")
+        raise DataError(str(path), line, f"contains a NUL byte at column {column} ({count} in the file): "
+                                         f"the file is binary or damaged, not text")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

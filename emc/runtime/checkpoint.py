@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from emc.runtime.fit import FitState
+from emc.runtime.model_dir import reading_run_file
 from emc.runtime.params import ParamState
 from emc.spec.errors import EmcError
 
@@ -65,15 +66,20 @@ def _meta(npz) -> dict[str, Any]:
     return json.loads(bytes(npz["meta"]).decode("utf-8"))
 
 
+def _damaged(run: Path):
+    return reading_run_file(run / NAME, f"the fit in {run} cannot be resumed from it: start it again with "
+                                        f"`emc fit ... --out {run} --overwrite`")
+
+
 def load_job(run: Path) -> dict[str, Any]:
     """The job a checkpoint was written for. Only the small `meta` entry is read (np.load reads
     entries on access), not the parameters, which can be large."""
-    with np.load(_checkpoint_path(run)) as npz:
+    with _damaged(run), np.load(_checkpoint_path(run)) as npz:
         return _meta(npz)["job"]
 
 
 def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
-    with np.load(_checkpoint_path(run)) as npz:
+    with _damaged(run), np.load(_checkpoint_path(run)) as npz:
         meta = _meta(npz)
         params = ParamState(*(npz[f"params/{k}"].copy() for k in PARAM_FIELDS))
         extra = {k[len("extra/"):]: npz[k].copy() for k in npz.files if k.startswith("extra/")}

@@ -149,22 +149,32 @@ def run_steps(variant, state: FitState, settings: FitSettings, n_examples: int,
     return FitResult(state.params, final, state.history, metrics)
 
 
+def scored_examples(problem: Problem) -> np.ndarray:
+    """The examples metrics score: not the labeled ones, whose structure the DP is constrained to
+    (scoring them would report their given answers back)."""
+    mask = problem.corpus.labeled_mask
+    return np.arange(problem.n_examples) if mask is None else np.flatnonzero(~mask)
+
+
 class Evaluator:
-    """Scores parameters against the corpus's gold annotations (nothing when it has none)."""
+    """Scores parameters against the gold annotations of the examples without a given structure
+    (nothing when there are none, or no gold)."""
 
     def __init__(self, problem: Problem, executor: LocalExecutor):
         self.problem = problem
         self.executor = executor
-        self.examples = np.arange(problem.n_examples)
+        self.examples = scored_examples(problem)
+        labeled = problem.corpus.labeled_mask is not None and problem.corpus.labeled_mask.any()
+        self.corpus = problem.corpus.subset(self.examples) if labeled else problem.corpus
         data = problem.model.data
-        self.enabled = bool(problem.corpus.gold) and hasattr(data, "evaluate")
+        self.enabled = bool(problem.corpus.gold) and hasattr(data, "evaluate") and len(self.examples) > 0
 
     def __call__(self, params: ParamState) -> dict[str, float]:
         if not self.enabled:
             return {}
         p = self.problem
         decoded, _ = self.executor.decode(params, self.examples)
-        return p.model.data.evaluate(p.corpus, p.model.checked, decoded, p.labels)
+        return p.model.data.evaluate(self.corpus, p.model.checked, decoded, p.labels)
 
 
 def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalExecutor | None = None,

@@ -10,8 +10,10 @@
                non-zero probability
 and any initializer a structure offers in its data module's INITIALIZERS (name -> function of
 (problem, executor, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
-`default` is the structure's DEFAULT_INIT when its data module names one (the CCM starts from
-random-split, as Klein & Manning do), else `random`.
+`default` is `labeled` when any example carries its structure (semi-supervised EM starts from the
+labeled examples, as Nigam et al. do: from a random start the unlabeled data pull the classes away
+from their labels), else the structure's DEFAULT_INIT when its data module names one (the CCM
+starts from random-split, as Klein & Manning do), else `random`.
 """
 from __future__ import annotations
 
@@ -46,10 +48,27 @@ def init_noise(problem: Problem, settings) -> float:
     return 1.0
 
 
+def start_name(problem: Problem, settings) -> str:
+    """The initializer `--init` names, with `default` resolved for this problem."""
+    if settings.init != "default":
+        return settings.init
+    mask = problem.corpus.labeled_mask
+    if mask is not None and mask.any():
+        return "labeled"
+    return getattr(problem.model.data, "DEFAULT_INIT", "random")
+
+
+def describe_start(problem: Problem, settings) -> str:
+    """What the fit says about its start."""
+    name = start_name(problem, settings)
+    if name == "labeled":
+        n = int(problem.corpus.labeled_mask.sum())
+        return f"labeled (the M-step of the {n} labeled examples)"
+    return name
+
+
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:
-    name = settings.init
-    if name == "default":
-        name = getattr(problem.model.data, "DEFAULT_INIT", "random")
+    name = start_name(problem, settings)
     layout = problem.layout
     if name == "random":
         return random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))

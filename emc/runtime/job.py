@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -18,10 +19,12 @@ import numpy as np
 from emc.runtime.checkpoint import NAME as CHECKPOINT
 from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import FitResult, FitState, fit_with_restarts
+from emc.runtime.fit import FitResult, FitState, fit_with_restarts, scored_examples
+from emc.runtime.initialize import describe_start
 from emc.runtime.model_dir import SavedRun, load_run, save_run
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Model, Problem, bind
+from emc.runtime.run_folder import RunFolderLock
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError, did_you_mean
 
@@ -157,6 +160,16 @@ class Runner:
                  f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
         return problem, prepared.init
 
+    def say_scored(self, problem: Problem) -> None:
+        """Which examples the metrics score: never those whose structure was given."""
+        mask = problem.corpus.labeled_mask
+        if not problem.corpus.gold or mask is None or not mask.any():
+            return
+        scored = len(scored_examples(problem))
+        self.say(f"emc: metrics score only the {scored} examples without a given structure, not the {int(mask.sum())} "
+                 f"labeled ones" if scored else
+                 "emc: no metrics: every example is labeled, so there is nothing to score (decode held-out data)")
+
     def executor(self, problem: Problem) -> LocalExecutor:
         """This machine's executor, its model compiled (or loaded from numba's cache)."""
         executor = LocalExecutor(problem, self.settings.threads or None)
@@ -208,6 +221,9 @@ class Runner:
         out = self.out if out is None else out
         state = state or self.saved_state(out)
         problem, init = self.bind(options)
+        if state is None:
+            self.say(f"emc: start: {f'the saved model {self.init_run}' if init is not None else describe_start(problem, self.settings)}")
+        self.say_scored(problem)
         job = self.job if options is None else replace(self.job, options=options)
         checkpointer = _LatestState(self.checkpointer(out, options))
         client = None
@@ -236,22 +252,25 @@ class Runner:
 
 def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
         say: Callable[[str], None] = lambda message: None,
-        progress: Callable[[int, int], None] | None = None, resuming: bool = False) -> None:
+        progress: Callable[[int, int], None] | None = None, resuming: bool = False,
+        overwrite: bool = False) -> None:
     """Carry out a fit: the structure's own way when its data module has a fit_mode for these
-    options, else the ordinary fit."""
+    options, else the ordinary fit. `out` is locked while the fit writes it, and refused if it
+    already holds a model, unless `overwrite` or `resuming` (see emc.runtime.run_folder)."""
     from emc.spec.check import check
     from emc.spec.parse import parse_text
     from emc.structures.registry import data_for
 
-    runner = Runner(job, out, observer, say, progress, resuming)
-    # only the structure's name is needed here: prepare() compiles the model (and times it)
-    structure = check(parse_text(job.spec_text, job.spec_path), job.overrides).structure.name
-    fit_mode = getattr(data_for(structure), "fit_mode", None)
-    custom = fit_mode(job.options) if fit_mode else None
-    if custom is not None:
-        custom(runner)
-    else:
-        runner.run()
+    with RunFolderLock(out, overwrite, resuming) if out is not None else nullcontext():
+        runner = Runner(job, out, observer, say, progress, resuming)
+        # only the structure's name is needed here: prepare() compiles the model (and times it)
+        structure = check(parse_text(job.spec_text, job.spec_path), job.overrides).structure.name
+        fit_mode = getattr(data_for(structure), "fit_mode", None)
+        custom = fit_mode(job.options) if fit_mode else None
+        if custom is not None:
+            custom(runner)
+        else:
+            runner.run()
 
 
 def make_executor(job: Job, problem: Problem, settings: FitSettings):

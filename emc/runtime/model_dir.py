@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -122,15 +124,36 @@ class SavedRun:
                 "sparse": self.sparse}
 
 
+# what reading a damaged file of a run folder raises: truncated or garbled npz (zip), JSON, text
+DAMAGED = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+
+
+@contextmanager
+def reading_run_file(path: Path, advice: str) -> Iterator[None]:
+    """Turns any failure to read `path` into a message naming the file and what to do."""
+    try:
+        yield
+    except DAMAGED as err:
+        raise EmcError(f"{path}: error: damaged or unreadable ({type(err).__name__}: {err}); {advice}") from None
+
+
 def load_run(run: str | Path) -> SavedRun:
     run = Path(run)
     for name in ("spec.em", "params.npz", "vocab.json", "run.json"):
         if not (run / name).exists():
             raise EmcError(f"{run}: not a saved model (no {name}); `emc fit ... --out {run}` writes one")
-    info = json.loads((run / "run.json").read_text())
-    model = Model.from_text((run / "spec.em").read_text(encoding="utf-8"), str(run / "spec.em"), info["overrides"])
-    with np.load(run / "params.npz") as npz:
+    advice = (f"the saved model in {run} cannot be used: fit it again with `emc fit ... --out {run} --overwrite`"
+              f"{f', or continue it with `emc fit --resume {run}`' if (run / 'checkpoint.npz').exists() else ''}")
+    with reading_run_file(run / "run.json", advice):
+        info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        overrides = info["overrides"]
+    with reading_run_file(run / "spec.em", advice):
+        text = (run / "spec.em").read_text(encoding="utf-8")
+    model = Model.from_text(text, str(run / "spec.em"), overrides)
+    with reading_run_file(run / "params.npz", advice), np.load(run / "params.npz") as npz:
         theta = npz["theta"]
         sparse = {key[len("sparse_"):-len("_rows")]: (npz[key], npz[key[:-len("_rows")] + "_outcomes"])
                   for key in npz.files if key.startswith("sparse_") and key.endswith("_rows")}
-    return SavedRun(run, info, model, load_vocabularies(run / "vocab.json"), theta, sparse)
+    with reading_run_file(run / "vocab.json", advice):
+        vocabs = load_vocabularies(run / "vocab.json")
+    return SavedRun(run, info, model, vocabs, theta, sparse)

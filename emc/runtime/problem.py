@@ -3,6 +3,8 @@ and the meta values its generated code reads.
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -132,6 +134,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     sizes = dict(vocab_sizes)
     sizes.update(data.space_sizes(checked, args))
     layout = ParamLayout.build(checked, sizes, sparse)
+    check_fits_in_memory(layout)
     arrays = dict(structural)
     for attr in token_attributes(checked):
         arrays[token_array_name(attr)] = views[token_array_name(attr)]
@@ -141,6 +144,42 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
                       kept, original, dict(options))
     problem.fixed_theta = fixed_tables(problem, options)
     return problem
+
+
+# A fit holds about a dozen parameter-sized float64 arrays at its peak (theta, counts, the M-step's
+# rows, the fixed tables, the saved copy): `emc fit` of a 4M-parameter chain peaked at 97 bytes per
+# parameter above the interpreter's own memory.
+BYTES_PER_PARAMETER = 96
+
+
+def available_memory() -> int | None:
+    """Bytes the machine can still give (MemAvailable), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits_in_memory(layout: ParamLayout, available: int | None = None) -> None:
+    """Refuse, before allocating, a model whose tables cannot fit in memory, saying which tables
+    make it that big (a chain's states=100000 asks for 10^10 transition entries)."""
+    need = layout.size * BYTES_PER_PARAMETER
+    available = available_memory() if available is None else available
+    if available is None or need <= available:
+        return
+    gib = 2 ** 30
+    largest = sorted(layout.tables, key=lambda t: -t.size)[:3]
+    parts = "; ".join(f"{t.name}: {t.rows:,} rows x {t.outcomes:,} outcomes = {t.size:,} entries" for t in largest)
+    raise EmcError(f"the model has {layout.size:,} parameters and a fit would need about {need / gib:.1f} GiB, "
+                   f"but this machine has {available / gib:.1f} GiB available ({parts}); lower the structure's "
+                   f"size arguments (e.g. --states) or the vocabulary (a frequency cut-off)")
 
 
 def _views(checked: CheckedModel, corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:

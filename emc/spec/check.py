@@ -123,6 +123,7 @@ class _Checker:
         spec = self.spec
         if spec.model is None:
             self.error(ir.Pos(1, 1, 1, 2), "a spec starts by naming its model", "write `model NAME` on the first line")
+        self._finite_numbers()
         observed = self._observed()
         self._params()
         binding = self._latent(observed)
@@ -157,6 +158,33 @@ class _Checker:
             observed[obs.name] = obs.kind
         return observed
 
+    def _finite_numbers(self) -> None:
+        """Every number written in the spec must be finite: `1e999` reads as infinity, which no
+        argument, smoothing amount or weight can mean, and would only surface as an objective of -inf."""
+        spec = self.spec
+        found: list[tuple[float, ir.Pos]] = [(p.value, p.pos) for p in spec.params]
+        found += [(a.value, a.value_pos) for lat in spec.latents for a in lat.args if isinstance(a.value, float)]
+        exprs = [arg.value for block in spec.blocks for opt in block.options for arg in opt.args]
+        exprs += [w.expr for w in spec.weights]
+        refs = [ref for block in spec.blocks for ref in block.outcome + block.context]
+        while exprs:
+            expr = exprs.pop()
+            if isinstance(expr, ir.Number):
+                found.append((expr.value, expr.pos))
+            elif isinstance(expr, ir.Attr):
+                refs.append(expr.ref)
+            elif isinstance(expr, ir.Unary):
+                exprs.append(expr.operand)
+            elif isinstance(expr, ir.Binary):
+                exprs += [expr.left, expr.right]
+            elif isinstance(expr, ir.Call):
+                exprs.append(expr.argument)
+        found += [(step.arg, step.pos) for ref in refs for step in ref.steps if isinstance(step.arg, float)]
+        for value, pos in found:
+            if not math.isfinite(value):
+                self.error(pos, f"{value} is not a finite number", "numbers this large or small are "
+                           "read as infinity; write a finite number")
+
     def _after_model(self) -> ir.Pos:
         if self.spec.model:
             p = self.spec.model.pos
@@ -175,9 +203,12 @@ class _Checker:
 
     def _override_number(self, name: str, raw: Any) -> float:
         try:
-            return float(raw)
+            value = float(raw)
         except (TypeError, ValueError):
             raise EmcError(f"--set {name}={raw}: not a number") from None
+        if not math.isfinite(value):
+            raise EmcError(f"--set {name}={raw}: not a finite number")
+        return value
 
     def _latent(self, observed: dict[str, str]) -> Binding | None:
         latents = self.spec.latents
@@ -599,6 +630,8 @@ def coerce_arg(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
         number = float(raw)
     except (TypeError, ValueError):
         return None, f"'{raw}' is not a number"
+    if not math.isfinite(number):
+        return None, f"{number:g} is not a finite number"
     if spec.kind == "int":
         if not number.is_integer():
             return None, f"{number:g} is not a whole number"
