@@ -33,12 +33,14 @@ class RunFolderLock:
     def __init__(self, out: Path, overwrite: bool = False, resuming: bool = False):
         self.out, self.overwrite, self.resuming = out, overwrite, resuming
         self.fd: int | None = None
+        self.created = False
 
     def __enter__(self) -> "RunFolderLock":
         out = self.out
         if out.exists() and not out.is_dir():
             raise EmcError(f"--out {out}: is a file, not a folder; a run is saved as a folder of files, "
                            f"so give a new folder name")
+        self.created = not out.exists()
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -81,3 +83,7 @@ class RunFolderLock:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.release()
+        # a fit that failed before writing anything leaves no folder behind, as if never started
+        if self.created and error is not None and [p.name for p in self.out.iterdir()] == [LOCK]:
+            (self.out / LOCK).unlink()
+            self.out.rmdir()
