@@ -47,7 +47,8 @@ def load(spec: str = "hmm.em", files=("train.txt.gz", "test.txt"), dictionary: s
 def run(problem, settings, checkpoints):
     """Fit, and at each checkpoint (iteration or pass) record accuracy and exact LL per token."""
     from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import Evaluator, Objective, fit
+    from emc.runtime.fit import Evaluator, fit
+    from emc.runtime.state import Objective
     from emc.structures.semiring import SUM
 
     executor = LocalExecutor(problem)

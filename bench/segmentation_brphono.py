@@ -104,7 +104,7 @@ def peak_memory_of_fit(data: Path) -> float:
 def batch_step_seconds(problem, executor, iterations: int = BATCH_ITERATIONS) -> tuple[float, list[float]]:
     """Median wall seconds and the CPU seconds of each batch EM step (E-step + M-step) from uniform
     parameters: CPU time is what a loaded machine cannot inflate."""
-    from emc.runtime.fit import FitState
+    from emc.runtime.state import FitState
     from emc.runtime.initialize import initial_params
     from emc.runtime.settings import FitSettings
     from emc.runtime.variants import make_variant

@@ -3,7 +3,9 @@
 The Python API (see emc/api.py): `emc.load(spec, **overrides).fit(data, ...)`, `emc.load_run(dir)`.
 """
 
-__version__ = "0.1.0"
+from emc.version import __version__
+
+__all__ = ["__version__", "load", "load_run"]
 
 
 def load(spec, **overrides):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from emc.io.readers import Lines
-from emc.runtime.decode import decode
+from emc.runtime.modes.dispatch import decode
 from emc.runtime.fit import fit_with_restarts
 from emc.runtime.model_dir import SavedRun, load_run as _load_saved, save_run
 from emc.runtime.params import ParamState

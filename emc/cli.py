@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from emc.runtime.job import Interrupted
+    from emc.runtime.state import Interrupted
 
     try:
         return args.handler(args) or 0
@@ -411,7 +411,7 @@ def _decode_parser(sub) -> None:
 
 def cmd_decode(args) -> int:
     from emc.eval import format_metrics
-    from emc.runtime.decode import decode
+    from emc.runtime.modes.dispatch import decode
     from emc.runtime.model_dir import load_run
 
     options = {k: v for k, v in vars(args).items() if k not in ("run", "file", "handler", "command", "posteriors")}

@@ -5,7 +5,7 @@
 # blocks' sparse tables (emc/structures/alignment/links.py), the DP, and the posterior link and
 # jump marginals scattered into expected counts. prepare, estep_example, decode_example and
 # posterior_example follow the ABI in emc/codegen/abi.py and compile on first use;
-# link_counts_example serves agreement training (emc/structures/alignment/agreement.py).
+# link_counts_example serves agreement training (emc/runtime/modes/agreement.py).
 #   trans: P(a.target | a.source) -> link slot
 #   jump: P(a.jump) -> jump slot
 import numpy as np

@@ -16,12 +16,12 @@ from conftest import ROOT
 from emc.cli import main
 from emc.runtime.decode import bind_saved
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import Objective, example_weights
+from emc.runtime.state import Objective, example_weights
 from emc.runtime.model_dir import load_run
 from emc.runtime.mstep import log_prior
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
-from emc.structures.alignment import agreement
+from emc.runtime.modes import agreement
 from helpers import problem_from_lines, random_params
 from helpers_alignment import spec_copy
 from reference import alignment_structures

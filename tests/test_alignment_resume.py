@@ -8,7 +8,7 @@ import pytest
 
 import emc.runtime.variants.base as variant_base
 from emc.cli import main
-from emc.structures.alignment import agreement
+from emc.runtime.modes import agreement
 from helpers_alignment import spec_copy
 
 PAIRS = ["the house ||| la maison", "the blue house ||| la maison bleue", "the flower ||| la fleur",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emc.runtime.fit import FitError, fit
+from emc.runtime.fit import fit
+
+from emc.runtime.state import FitError
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
 from emc.structures.chain.sample import format_sentences, sample

@@ -9,7 +9,8 @@ from scipy.optimize import minimize_scalar
 
 from conftest import ROOT
 from emc.cli import main
-from emc.runtime.fit import FitError, fit
+from emc.runtime.fit import fit
+from emc.runtime.state import FitError
 from emc.runtime.problem import Model, bind
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import DataError, EmcError

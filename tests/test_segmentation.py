@@ -14,7 +14,8 @@ from conftest import ROOT
 from emc.cli import main
 from emc.eval.segmentation import segmentation_scores
 from emc.io.vocab import Vocabulary
-from emc.runtime.fit import FitError, fit
+from emc.runtime.fit import fit
+from emc.runtime.state import FitError
 from emc.runtime.params import ParamState
 from emc.runtime.sampling import sample_text
 from emc.runtime.settings import FitSettings
@@ -51,7 +52,7 @@ def test_online_em_starts_from_one_pseudo_count_per_row(tmp_path, start_mass, ro
     """The segmentation's word row has an outcome per substring: online EM weighs its start as one
     pseudo-count (ONLINE_START_MASS), unless --start-mass entry says one per substring."""
     from emc.runtime.executor import LocalExecutor
-    from emc.runtime.fit import FitState
+    from emc.runtime.state import FitState
     from emc.runtime.params import random_init
     from emc.runtime.variants import make_variant
 

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import ROOT
 from emc.eval.brackets import bracket_scores, right_branching
-from emc.runtime.fit import FitError, fit
+from emc.runtime.fit import fit
+from emc.runtime.state import FitError
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Model, bind
 from emc.runtime.settings import FitSettings

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-import emc
+from emc.version import __version__
 from emc.codegen.layout import array_names, meta_names, table_spaces, token_array_name, token_attributes
 from emc.spec.check import CheckedModel, Factor
 from emc.structures.registry import codegen_for
@@ -120,7 +120,7 @@ def render_context(model: CheckedModel) -> dict:
     return {
         "model": model.name,
         "source": Path(model.spec.path).name,
-        "version": emc.__version__,
+        "version": __version__,
         "structure": model.structure.name,
         "args": binding.args,
         "arrays": arrays,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from emc.runtime.fit import FitState
+from emc.runtime.state import FitState
 from emc.runtime.model_dir import reading_run_file
 from emc.runtime.params import ParamState
 from emc.spec.errors import EmcError

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-import emc
+from emc.version import __version__
 from emc.codegen.render import render
 from emc.spec.check import CheckedModel
 
@@ -33,8 +33,8 @@ def cache_dir() -> Path:
 def emc_fingerprint() -> str:
     """A hash of the emc sources that generated code calls into (DPs, ABI): when they change,
     generated modules get new names, so numba never serves machine code built against old ones."""
-    root = Path(emc.__file__).parent
-    digest = hashlib.sha256(emc.__version__.encode())
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(__version__.encode())
     for path in sorted(list((root / "structures").rglob("*.py")) + [root / "codegen" / "abi.py"]):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())

@@ -1,11 +1,10 @@
 """Decoding new data with a fitted model: the best structure (or posteriors) per input example.
 
-A structure may decode some runs its own way (alignment: two directions, symmetrised): its data
-module's `decode_mode(saved, options, posteriors)` returns a function of (saved run, path,
-options) returning (the output lines in input order, the scores against the input's gold
-annotations, {} without them), or None for the ordinary decoding here; `bind_saved` and
-`in_input_order` are its building blocks. Either way the caller (the CLI, the Python API) gets
-the lines and the metrics in a `Decoded`.
+A structure may decode some runs its own way (alignment: two directions, symmetrised; see
+emc/runtime/modes/dispatch.py, which the CLI and the Python API call): such a decoder returns (the
+output lines in input order, the scores against the input's gold annotations, {} without them);
+`bind_saved` and `in_input_order` are its building blocks. Either way the caller gets the lines
+and the metrics in a `Decoded`.
 """
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from emc.io.readers import Lines
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import check_log_z
+from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
 from emc.runtime.problem import Problem, bind
@@ -62,11 +61,6 @@ def in_input_order(problem: Problem, lines: list[str]) -> list[str]:
 
 def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], posteriors: bool = False) -> Decoded:
     structure = saved.model.data
-    decode_mode = getattr(structure, "decode_mode", None)
-    runner = decode_mode(saved, options, posteriors) if decode_mode else None
-    if runner is not None:
-        lines, metrics = runner(saved, data, options)
-        return Decoded(list(lines), dict(metrics))
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus
     executor = LocalExecutor(problem)

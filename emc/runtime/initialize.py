@@ -8,8 +8,9 @@
                2000), plus one pseudo-count per row spread as under `random`, so that what the
                labeled examples never showed (a word only the unlabeled data has) keeps a small,
                non-zero probability
-and any initializer a structure offers in its data module's INITIALIZERS (name -> function of
-(problem, executor, rng) returning expected counts laid out like theta), e.g. the CCM's random-split.
+and any initializer a structure offers (name -> function of (problem, executor, rng) returning
+expected counts laid out like theta): in its data module's INITIALIZERS when it needs only the data
+(the CCM's random-split), in emc/runtime/modes/ when it runs EM (the HMM aligner's ibm1).
 `default` is `labeled` when any example carries its structure (semi-supervised EM starts from the
 labeled examples, as Nigam et al. do: from a random start the unlabeled data pull the classes away
 from their labels), else the structure's DEFAULT_INIT when its data module names one (the CCM
@@ -19,17 +20,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.modes.ibm1 import INITIALIZERS as RUNNING_INITIALIZERS
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Problem
+from emc.runtime.variants import VARIANTS
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
 GENERIC = ("default", "random", "uniform", "labeled")
 
 
+def structure_initializers(problem: Problem) -> dict:
+    """The structure's own starts: those its data module offers and those that run EM (modes/)."""
+    own = dict(getattr(problem.model.data, "INITIALIZERS", {}))
+    own.update(RUNNING_INITIALIZERS.get(problem.model.checked.structure.name, {}))
+    return own
+
+
 def initializer_names(problem: Problem) -> list[str]:
-    return list(GENERIC) + list(getattr(problem.model.data, "INITIALIZERS", {}))
+    return list(GENERIC) + list(structure_initializers(problem))
 
 
 def init_noise(problem: Problem, settings) -> float:
@@ -38,8 +48,6 @@ def init_noise(problem: Problem, settings) -> float:
     pseudo-count per row (ONLINE_START_MASS "row") the first mini-batches would otherwise decide
     every state alike; a more varied start keeps the states apart (the chain's choice and what it
     gains: emc/structures/chain/data.py). Batch EM keeps 1, which is what it is measured with."""
-    from emc.runtime.variants import VARIANTS  # the variants import the driver, which imports this
-
     if settings.init_noise is not None:
         return settings.init_noise
     variant = VARIANTS.get(settings.algorithm)
@@ -82,7 +90,7 @@ def initial_params(problem: Problem, settings, executor, rng: np.random.Generato
         examples = np.flatnonzero(mask)
         counts = executor.estep(start, examples, SUM, np.ones(len(examples))).counts
     else:
-        own = getattr(problem.model.data, "INITIALIZERS", {})
+        own = structure_initializers(problem)
         if name not in own:
             raise EmcError(f"--init {name}: not a saved run nor an initializer; choose from "
                            f"{', '.join(initializer_names(problem))}")

@@ -19,9 +19,11 @@ import numpy as np
 from emc.runtime.checkpoint import NAME as CHECKPOINT
 from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import FitResult, FitState, fit_with_restarts, scored_examples
+from emc.runtime.fit import fit_with_restarts, scored_examples
+from emc.runtime.state import FitResult, FitState, Interrupted
 from emc.runtime.initialize import describe_start
 from emc.runtime.model_dir import SavedRun, load_run, save_run
+from emc.runtime.modes.dispatch import fit_mode
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.run_folder import RunFolderLock
@@ -117,13 +119,9 @@ def resolve_regularizers(raw: dict, problem: Problem) -> dict:
     return out
 
 
-class Interrupted(EmcError):
-    """Ctrl-C during a fit: the model so far is saved and the fit can be resumed."""
-
-
 class Runner:
     """An `emc fit` request being carried out. `run()` is the ordinary fit (checkpointed,
-    resumable, on this machine or on Dask); a structure whose data module has `fit_mode(options)`
+    resumable, on this machine or on Dask); a structure with its own fit mode (emc/runtime/modes/)
     carries the request out its own way with these steps (alignment fits two directions, or both
     jointly): `bind`, `executor`, `save`, `run`."""
 
@@ -254,19 +252,16 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
         say: Callable[[str], None] = lambda message: None,
         progress: Callable[[int, int], None] | None = None, resuming: bool = False,
         overwrite: bool = False) -> None:
-    """Carry out a fit: the structure's own way when its data module has a fit_mode for these
-    options, else the ordinary fit. `out` is locked while the fit writes it, and refused if it
+    """Carry out a fit: the structure's own way when it has a fit mode for these options
+    (emc/runtime/modes/dispatch.py), else the ordinary fit. `out` is locked while the fit writes it, and refused if it
     already holds a model, unless `overwrite` or `resuming` (see emc.runtime.run_folder)."""
     from emc.spec.check import check
     from emc.spec.parse import parse_text
-    from emc.structures.registry import data_for
-
     with RunFolderLock(out, overwrite, resuming) if out is not None else nullcontext():
         runner = Runner(job, out, observer, say, progress, resuming)
         # only the structure's name is needed here: prepare() compiles the model (and times it)
         structure = check(parse_text(job.spec_text, job.spec_path), job.overrides).structure.name
-        fit_mode = getattr(data_for(structure), "fit_mode", None)
-        custom = fit_mode(job.options) if fit_mode else None
+        custom = fit_mode(structure, job.options)
         if custom is not None:
             custom(runner)
         else:

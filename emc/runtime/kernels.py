@@ -38,12 +38,3 @@ def batch_decode(decode, examples, out_offsets, ints, layout, meta, params, deri
 def batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
     for q in prange(examples.shape[0]):
         scores[q] = posterior(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
-
-
-@njit(cache=True)
-def grow(values, size):
-    """`values` copied into an array of at least `size` (twice as long, so a run of appends costs
-    amortised constant time each); for append-only buffers in compiled loops."""
-    grown = np.empty(max(2 * values.shape[0], size), values.dtype)
-    grown[:values.shape[0]] = values
-    return grown

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-import emc
+from emc.version import __version__
 from emc.io.vocab import Vocabulary, load_vocabularies, save_vocabularies
 from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.problem import Model, Problem
@@ -74,7 +74,7 @@ def run_info(problem: Problem, settings: FitSettings, overrides: dict[str, Any],
              objective: float, metrics: dict[str, float]) -> dict[str, Any]:
     """What run.json records: enough to decode new data as the training data were read."""
     return {
-        "emc_version": emc.__version__,
+        "emc_version": __version__,
         "model": problem.model.name,
         "structure": problem.model.checked.structure.name,
         "spec_path": problem.model.checked.spec.path,

@@ -30,7 +30,7 @@ sum of the kept statistics, with that mass kept under the other example.
 from numba import njit, types
 
 from emc.codegen.abi import COUNTS, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
-from emc.runtime.kernels import grow
+from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
 
 I64 = types.int64[::1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.fit import FitState
+from emc.runtime.state import FitState
 from emc.runtime.params import ParamState
 from emc.runtime.variants.base import Variant
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.executor import EStepResult, LocalExecutor
-from emc.runtime.fit import FitState, Objective, example_weights
+from emc.runtime.state import FitState, Objective, example_weights
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem

@@ -2,7 +2,7 @@
 M-step. The objective (log-likelihood + log prior) never decreases."""
 from __future__ import annotations
 
-from emc.runtime.fit import FitState
+from emc.runtime.state import FitState
 from emc.runtime.variants.base import Variant
 
 

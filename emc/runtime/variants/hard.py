@@ -2,7 +2,7 @@
 sum of the best structures' log scores, which never decreases."""
 from __future__ import annotations
 
-from emc.runtime.fit import FitState
+from emc.runtime.state import FitState
 from emc.runtime.variants.base import Variant
 from emc.structures.semiring import MAX
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.fit import FitState, check_log_z
+from emc.runtime.state import FitState, check_log_z
 from emc.runtime.online import RESCALE_BELOW, stepwise_pass
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state

@@ -20,7 +20,7 @@ from __future__ import annotations
 from emc.structures.base import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 
 LINK, JUMP = "link", "jump"
-REVERSE = "reverse"  # the reverse model's folder inside a run (modes.py, agreement.py)
+REVERSE = "reverse"  # the reverse model's folder inside a run (emc/runtime/modes/alignment.py, agreement.py)
 
 
 def _attributes(binding: Binding) -> dict[str, Attribute]:

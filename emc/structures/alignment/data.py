@@ -3,7 +3,7 @@ alignments as Pharaoh links.
 
 The model `alignment(f from e)` generates the target side f from the source side e. In a bitext
 `source ||| target` (or --source F --target F) the left side is e and the right side f; option
-`reverse` (set by the two-direction fits, see modes.py) reads the right side as e, so the same
+`reverse` (set by the two-direction fits, see emc/runtime/modes/alignment.py) reads the right side as e, so the same
 spec trains the other direction.
 
 NULL: with null=yes every source-side space of a link block gets one more value, NULL, after the
@@ -23,8 +23,6 @@ from emc.spec.errors import DataError, EmcError
 from emc.structures.alignment import LINK
 from emc.structures.alignment.dp import NO_LINK, jump_buckets
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries, postings
-from emc.structures.alignment.initialize import ibm1_counts
-from emc.structures.alignment.modes import decode_mode, fit_mode  # how emc fit / emc decode run (modes.py)
 from emc.structures.alignment.symmetrize import HEURISTICS
 
 FORMATS = ("bitext",)
@@ -57,7 +55,6 @@ DECODE_OPTIONS = _INPUT + [
     (("--direction",), {"choices": ("forward", "reverse"), "default": None,
                         "help": "alignment: print one direction's links (source->target or target->source)"}),
 ]
-INITIALIZERS = {"ibm1": ibm1_counts}  # --init ibm1
 # Options naming the input files: decoding new data never inherits them from the training run.
 INPUT_OPTIONS = ("source", "target", "gold", "gold_format")
 DATA_FROM_OPTIONS = True  # the bitext may come as --source/--target instead of DATA

@@ -17,7 +17,7 @@ gets rank UNSEEN (see links.py for its weight).
 import numpy as np
 from numba import njit
 
-from emc.runtime.kernels import grow
+from emc.structures.buffers import grow
 
 SOURCE, TARGET, NONE = 0, 1, 2  # the side a block's context (row) is read on
 NARROW_LIMIT = 0xFFFF  # ranks 0..65534 fit 16 bits; 0xFFFF is UNSEEN

@@ -14,7 +14,7 @@ time become `<unk>`, id 0):
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +26,6 @@ from emc.io.vocab import Vocabulary
 from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
 from emc.structures.spantree import dp
-
-if TYPE_CHECKING:
-    from emc.runtime.problem import Problem
 
 FORMATS = ("tokens", "ptb")
 LEFT_BOUNDARY, RIGHT_BOUNDARY = "<s>", "</s>"
@@ -216,7 +213,7 @@ def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], lab
     return bracket_scores(predicted, gold, lengths)
 
 
-def random_split_counts(problem: "Problem", executor, rng: np.random.Generator) -> np.ndarray:
+def random_split_counts(problem: Any, executor: Any, rng: np.random.Generator) -> np.ndarray:
     """`--init random-split` (Klein & Manning 2002): the expected counts when each sentence's
     bracketing is drawn by splitting it at a uniformly random point, then each part likewise,
     whatever its symbols. The span marginals depend on the length alone (dp.random_split_marginals);

@@ -24,11 +24,11 @@ from numba import njit, types
 from emc.codegen.abi import COUNTS, INTS, LAYOUT, META
 from emc.runtime.checkpoint import PARAM_FIELDS
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import FitResult, FitState, Objective, check_log_z, example_weights, run_steps
+from emc.runtime.fit import run_steps
+from emc.runtime.state import FitResult, FitState, Interrupted, Objective, check_log_z, example_weights
 from emc.runtime.initialize import initial_params
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
-from emc.runtime.job import Interrupted
 from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
 from emc.structures.alignment import LINK, REVERSE, slot_tables

@@ -23,10 +23,11 @@ from emc.eval.alignment import alignment_scores
 from emc.io.bitext import pharaoh, swap_links
 from emc.runtime.decode import bind_saved, in_input_order
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.fit import check_log_z
+from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun, load_run
 from emc.spec.errors import EmcError
-from emc.structures.alignment import REVERSE, agreement
+from emc.runtime.modes import agreement
+from emc.structures.alignment import REVERSE
 from emc.structures.alignment.symmetrize import symmetrize
 
 

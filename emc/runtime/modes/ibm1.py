@@ -35,6 +35,11 @@ def ibm1_counts(problem: Problem, executor, rng: np.random.Generator) -> np.ndar
     return executor.estep(params, examples, SUM, ones).counts
 
 
+# structure name -> its starts that run EM (--init NAME); a structure's starts that need only its
+# data stay in its data module's INITIALIZERS (spantree's random-split)
+INITIALIZERS = {"alignment": {"ibm1": ibm1_counts}}
+
+
 def _uniform_jumps(params: ParamState, tables) -> ParamState:
     for t in tables:
         params.theta[t.entries] = 1.0 / t.outcomes
