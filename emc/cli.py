@@ -278,8 +278,8 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
             data = data_for(name)
         except ModuleNotFoundError:  # a structure still under construction
             continue
-        formats.update(getattr(data, "FORMAT_HELP", {}))
-        groups.append((name, getattr(data, f"{when.upper()}_OPTIONS", [])))
+        formats.update(data.FORMAT_HELP)
+        groups.append((name, data.FIT_OPTIONS if when == "fit" else data.DECODE_OPTIONS))
     g = p.add_argument_group("data", "input formats: " + "; ".join(f"{k}: {v}" for k, v in formats.items()))
     g.add_argument("--format", default=None, choices=sorted(formats), metavar="FORMAT",
                    help="input format (default: the structure's first: tokens, symbols, bitext, ...)")

@@ -208,7 +208,7 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return tuple(int(i) for i in decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included
         n = int(problem.corpus.lengths()[example])
-        return frozenset(problem.model.data.decoded_spans(decoded, n))
+        return frozenset(problem.model.data.module.decoded_spans(decoded, n))
     raise KeyError(name)
 
 

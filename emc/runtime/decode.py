@@ -27,9 +27,9 @@ def input_options(structure) -> set[str]:
     options (DECODE_OPTIONS, e.g. --gold-column) and any other input it names (INPUT_OPTIONS, e.g.
     a second file); every other option of the training run (a tag dictionary, say) applies at
     decode time too."""
-    flags = [flag for names, _ in getattr(structure, "DECODE_OPTIONS", []) for flag in names]
+    flags = [flag for names, _ in structure.DECODE_OPTIONS for flag in names]
     return ({"format"} | {flag.lstrip("-").replace("-", "_") for flag in flags}
-            | set(getattr(structure, "INPUT_OPTIONS", ())))
+            | set(structure.INPUT_OPTIONS))
 
 
 @dataclass
@@ -43,7 +43,7 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     unknown values): the training run's options apply, except those naming its input."""
     model = saved.model
     structure = model.data
-    if data is None and not getattr(structure, "DATA_FROM_OPTIONS", False):
+    if data is None and not structure.DATA_FROM_OPTIONS:
         raise EmcError("emc decode: give the file to decode: emc decode RUN FILE")
     merged = {k: v for k, v in saved.info["options"].items() if k not in input_options(structure)}
     merged.update({k: v for k, v in options.items() if v is not None})
@@ -76,6 +76,6 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
         decoded, scores = executor.decode(params, examples)
         check_log_z(problem, examples, scores)
         lines = [structure.format_decoded(corpus, checked, q, decoded[q], problem.labels) for q in examples]
-        if corpus.gold and hasattr(structure, "evaluate"):
+        if corpus.gold and structure.evaluate is not None:
             metrics = structure.evaluate(corpus, checked, decoded, problem.labels)
     return Decoded(in_input_order(problem, lines), metrics)

@@ -105,7 +105,7 @@ class Evaluator:
         labeled = problem.corpus.labeled_mask is not None and problem.corpus.labeled_mask.any()
         self.corpus = problem.corpus.subset(self.examples) if labeled else problem.corpus
         data = problem.model.data
-        self.enabled = bool(problem.corpus.gold) and hasattr(data, "evaluate") and len(self.examples) > 0
+        self.enabled = bool(problem.corpus.gold) and data.evaluate is not None and len(self.examples) > 0
 
     def __call__(self, params: ParamState) -> dict[str, float]:
         if not self.enabled:

@@ -10,17 +10,6 @@ from emc.runtime.compiled import cache_dir, load_module
 from emc.spec.check import CheckedModel, check
 from emc.spec.parse import parse_file
 
-DP_COST = {
-    "chain": ("forward-backward (Viterbi for decoding) in linear space with rescaling",
-              lambda args: f"O(n K^{args['order'] + 1}) per sentence of n tokens, K = {args['states']} states"),
-    "segmentation": ("semi-Markov forward-backward over segment ends",
-                     lambda args: f"O(n L) per utterance of n symbols, L = maxlen = {args['maxlen']}"),
-    "alignment": ("per-target-word posteriors over source positions (a chain over them with jump=yes)",
-                  lambda args: "O(m l) per pair" + (" (O(m l^2) with jumps)" if args.get("jump") else "")),
-    "spantree": ("inside-outside over binary bracketings", lambda args: "O(n^3) per sentence of n tokens"),
-    "label": ("one posterior over the classes", lambda args: f"O(K n) per example of n tokens, K = {args['classes']}"),
-}
-
 
 def describe(spec_path: str, data: str | None, overrides: dict[str, Any], options: dict[str, Any]) -> str:
     model = check(parse_file(spec_path), overrides)
@@ -56,8 +45,7 @@ def _describe_model(model: CheckedModel) -> list[str]:
         lines.append(f"  {f.name}: {f.signature} [{f.kind}{shared}] -> {f.slot} slot; rows over "
                      f"{' x '.join(f.context_spaces) or '(one row)'}, outcomes over {' x '.join(f.outcome_spaces)}"
                      + (f"; {', '.join(reg)}" if reg else ""))
-    dp, cost = DP_COST[s.name]
-    lines.append(f"DP: {dp}; cost {cost(b.args)}")
+    lines.append(f"DP: {s.dp}; cost {s.cost(b.args)}")
     return lines
 
 

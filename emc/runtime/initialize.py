@@ -33,7 +33,7 @@ GENERIC = ("default", "random", "uniform", "labeled")
 
 def structure_initializers(problem: Problem) -> dict:
     """The structure's own starts: those its data module offers and those that run EM (modes/)."""
-    own = dict(getattr(problem.model.data, "INITIALIZERS", {}))
+    own = dict(problem.model.data.INITIALIZERS)
     own.update(RUNNING_INITIALIZERS.get(problem.model.checked.structure.name, {}))
     return own
 
@@ -52,7 +52,7 @@ def init_noise(problem: Problem, settings) -> float:
         return settings.init_noise
     variant = VARIANTS.get(settings.algorithm)
     if variant is not None and variant.weighs_start:
-        return getattr(problem.model.data, "ONLINE_INIT_NOISE", 1.0)
+        return problem.model.data.ONLINE_INIT_NOISE
     return 1.0
 
 
@@ -63,7 +63,7 @@ def start_name(problem: Problem, settings) -> str:
     mask = problem.corpus.labeled_mask
     if mask is not None and mask.any():
         return "labeled"
-    return getattr(problem.model.data, "DEFAULT_INIT", "random")
+    return problem.model.data.DEFAULT_INIT
 
 
 def describe_start(problem: Problem, settings) -> str:

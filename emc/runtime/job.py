@@ -90,7 +90,7 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()} if saved else {}
     corpus = None
     for path in job.data or [None]:
-        if path is None and not getattr(model.data, "DATA_FROM_OPTIONS", False):
+        if path is None and not model.data.DATA_FROM_OPTIONS:
             raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
         part = model.read(path, options, vocabs)
         corpus = part if corpus is None else corpus.concat(part, labeled=False)

@@ -20,6 +20,7 @@ from emc.runtime.params import ParamLayout
 from emc.spec.check import CheckedModel, check, evaluate_weight
 from emc.spec.errors import DataError, EmcError
 from emc.spec.parse import parse_file, parse_text
+from emc.structures.hooks import StructureData
 from emc.structures.registry import data_for
 
 
@@ -43,7 +44,7 @@ class Model:
         return Model(checked, load_module(checked))
 
     @property
-    def data(self) -> ModuleType:
+    def data(self) -> StructureData:
         return data_for(self.checked.structure.name)
 
     @property
@@ -108,7 +109,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     --init RUN)."""
     checked = model.checked
     data = model.data
-    if hasattr(data, "complete_corpus"):
+    if data.complete_corpus is not None:
         frozen_sizes = trained["vocab_sizes"] if trained is not None else trained_vocabs
         corpus = data.complete_corpus(checked, corpus, options, vocabs, frozen_sizes)
     original = len(corpus)
@@ -118,7 +119,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     views = _views(checked, corpus, vocabs)
     if trained is None:
         args = dict(checked.binding.args)
-        labels = data.named_values(checked, options, corpus) if hasattr(data, "named_values") else {}
+        labels = data.named_values(checked, options, corpus) if data.named_values is not None else {}
         for arg, names in labels.items():
             args[arg] = len(names)
         for name, ids in _vocab_ids(checked, corpus, views).items():
@@ -240,10 +241,10 @@ def fixed_tables(problem: Problem, options: dict[str, Any]) -> np.ndarray:
     return theta
 
 
-def _numeric_values(data: ModuleType, checked: CheckedModel, space: str, args: dict, size: int) -> np.ndarray:
+def _numeric_values(data: StructureData, checked: CheckedModel, space: str, args: dict, size: int) -> np.ndarray:
     """The numeric value of each index of a numeric space (index = value unless the structure
     says otherwise, e.g. jumps offset to be non-negative)."""
-    if hasattr(data, "numeric_values"):
+    if data.numeric_values is not None:
         return data.numeric_values(checked, space, args, size)
     return np.arange(size, dtype=np.float64)
 
@@ -252,6 +253,6 @@ def _read_fixed(problem: Problem, factor, options: dict[str, Any]) -> np.ndarray
     path = (options.get("fixed") or {}).get(factor.name) or factor.fixed_path
     if path is None:
         raise EmcError(f"block '{factor.name}' is fixed: give its file with --fixed {factor.name}=FILE")
-    if not hasattr(problem.model.data, "read_fixed"):
+    if problem.model.data.read_fixed is None:
         raise DataError(path, None, f"the {problem.model.checked.structure.name} structure has no reader for fixed blocks")
     return problem.model.data.read_fixed(problem, factor, path)

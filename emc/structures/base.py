@@ -117,6 +117,9 @@ class Structure:
     # table_space(binding, attribute, slot, is_outcome) -> the space of a table axis; lets a
     # structure add its boundary symbols (a chain's START row and STOP outcome).
     table_space: Callable[[Binding, Attribute, str, bool], str] = lambda b, a, s, o: a.space
+    # the cost model `emc info` prints: the DP in a few words, and its cost for the arguments
+    dp: str = "a dynamic program (see the structure's dp.py)"
+    cost: Callable[[dict], str] = lambda args: "see the structure's dp.py"
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

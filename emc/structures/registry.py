@@ -1,12 +1,14 @@
 """Structure name -> its front-end description. A new structure adds one line here."""
 from __future__ import annotations
 
+import functools
 import importlib
 from types import ModuleType
 
 from emc.structures.alignment import ALIGNMENT
 from emc.structures.base import Structure
 from emc.structures.chain import CHAIN
+from emc.structures.hooks import StructureData
 from emc.structures.label import LABEL
 from emc.structures.segmentation import SEGMENTATION
 from emc.structures.spantree import SPANTREE
@@ -20,7 +22,8 @@ def codegen_for(name: str) -> ModuleType:
     return importlib.import_module(f"emc.structures.{name}.codegen")
 
 
-def data_for(name: str) -> ModuleType:
-    """The structure's data module (emc/structures/NAME/data.py): packing a corpus into arrays,
-    reading decoded structures back, and the task's output format."""
-    return importlib.import_module(f"emc.structures.{name}.data")
+@functools.cache
+def data_for(name: str) -> StructureData:
+    """The structure's data side (emc/structures/NAME/data.py, typed by emc/structures/hooks.py):
+    packing a corpus into arrays, reading decoded structures back, and the task's output format."""
+    return StructureData.from_module(name, importlib.import_module(f"emc.structures.{name}.data"))

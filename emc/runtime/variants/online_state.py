@@ -33,7 +33,7 @@ START_MASSES = ("entry", "row")
 def start_mass(problem, settings) -> str:
     """--start-mass, else the structure's own choice (its data module's ONLINE_START_MASS), else
     "entry"."""
-    mass = settings.start_mass or getattr(problem.model.data, "ONLINE_START_MASS", "entry")
+    mass = settings.start_mass or problem.model.data.ONLINE_START_MASS
     if mass not in START_MASSES:
         raise EmcError(f"--start-mass {mass}: choose {' or '.join(START_MASSES)}")
     return mass

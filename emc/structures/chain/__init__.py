@@ -70,4 +70,6 @@ CHAIN = Structure(
     attributes=_attributes,
     slot_rule=_slot_rule,
     table_space=_table_space,
+    dp="forward-backward (Viterbi for decoding) in linear space with rescaling",
+    cost=lambda args: f"O(n K^{args['order'] + 1}) per sentence of n tokens, K = {args['states']} states",
 )

@@ -38,4 +38,6 @@ LABEL = Structure(
     slots=(Slot(EXAMPLE, "once per example"), Slot(TOKEN, "once per token of the example")),
     attributes=_attributes,
     slot_rule=_slot_rule,
+    dp="one posterior over the classes",
+    cost=lambda args: f"O(K n) per example of n tokens, K = {args['classes']}",
 )

@@ -36,4 +36,6 @@ SEGMENTATION = Structure(
     slots=(Slot(SEGMENT, "per segment (start, length)"),),
     attributes=_attributes,
     slot_rule=_slot_rule,
+    dp="semi-Markov forward-backward over segment ends",
+    cost=lambda args: f"O(n L) per utterance of n symbols, L = maxlen = {args['maxlen']}",
 )

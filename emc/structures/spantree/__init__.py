@@ -41,4 +41,6 @@ SPANTREE = Structure(
     slots=(Slot(SPAN, "per span (i, j), in or out of the tree"),),
     attributes=_attributes,
     slot_rule=_slot_rule,
+    dp="inside-outside over binary bracketings",
+    cost=lambda args: "O(n^3) per sentence of n tokens",
 )
