@@ -182,6 +182,9 @@ algorithms (--algorithm):
                labeled, or a structure's initializer); beta = 1 is plain EM. Flags as annealed
   vb           variational Bayes (Beal 2003; Johnson 2007): mean-field with Dirichlet priors,
                exp(digamma) weights; objective: the evidence lower bound. --vb-alpha 0.1
+  stochastic   stochastic (Monte Carlo) EM (Celeux & Diebolt 1985; Wei & Tanner 1990): counts from
+               --samples 10 structures per example drawn from the posterior; --samples-growth G > 1
+               multiplies them by G each iteration (annealed S). Runs all --iterations
 Priors and smoothing come from the spec (`smooth add(a)`, `prior dirichlet(a)`, `prior sparse(alpha,
 beta)`, the smoothed-L0 prior of Vaswani et al. 2010) and can be overridden: --smooth, --prior.
 
@@ -242,6 +245,10 @@ def _fit_parser(sub) -> None:
                     help="annealed/skewed: relative objective change at which a temperature is done")
     em.add_argument("--vb-alpha", type=float, default=d.vb_alpha,
                     help="vb: Dirichlet parameter of blocks without `prior dirichlet(a)`")
+    em.add_argument("--samples", type=int, default=d.samples,
+                    help="stochastic: posterior samples per example per iteration")
+    em.add_argument("--samples-growth", type=float, default=d.samples_growth, metavar="G",
+                    help="stochastic: multiply the samples by G each iteration (1: fixed)")
     em.add_argument("--restarts", type=int, default=d.restarts,
                     help="run from this many seeds (seed, seed+1, ...) and keep the best training objective")
     em.add_argument("--smooth", action="append", default=[], metavar="BLOCK=A",
@@ -315,7 +322,8 @@ def cmd_fit(args) -> int:
         start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
         anneal_tolerance=args.anneal_tolerance,
         vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-        restarts=args.restarts, regularizers=_regularizers(args))
+        restarts=args.restarts, samples=args.samples, samples_growth=args.samples_growth,
+        regularizers=_regularizers(args))
     job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                         args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
     jobs.run(job, Path(args.out) if args.out else None, observer, say, progress)
