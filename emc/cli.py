@@ -407,6 +407,10 @@ def _decode_parser(sub) -> None:
     p.add_argument("run", help="a directory written by emc fit --out")
     p.add_argument("file", nargs="?", help="the data to decode (a structure may take it from its options instead)")
     p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="print N structures per example drawn from the posterior (the N lines of each example "
+                        "together), in the format of the best one")
+    p.add_argument("--seed", type=int, default=1, help="with --sample: the random seed (same seed, same samples)")
     _data_arguments(p, "decode")
     p.set_defaults(handler=cmd_decode)
 
@@ -416,8 +420,10 @@ def cmd_decode(args) -> int:
     from emc.runtime.decode import decode
     from emc.runtime.model_dir import load_run
 
-    options = {k: v for k, v in vars(args).items() if k not in ("run", "file", "handler", "command", "posteriors")}
-    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors)
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("run", "file", "handler", "command", "posteriors", "sample", "seed")}
+    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors, samples=args.sample,
+                    seed=args.seed)
     for line in result.lines:
         sys.stdout.write(line + "\n")
     if result.metrics:

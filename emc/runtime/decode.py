@@ -1,4 +1,5 @@
-"""Decoding new data with a fitted model: the best structure (or posteriors) per input example.
+"""Decoding new data with a fitted model: the best structure (or posteriors, or posterior samples)
+per input example.
 
 A structure may decode some runs its own way (alignment: two directions, symmetrised): its data
 module's `decode_mode(saved, options, posteriors)` returns a function of (saved run, path,
@@ -60,10 +61,21 @@ def in_input_order(problem: Problem, lines: list[str]) -> list[str]:
     return [by_example.get(i, "") for i in range(problem.read)]
 
 
-def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], posteriors: bool = False) -> Decoded:
+def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], posteriors: bool = False,
+           samples: int | None = None, seed: int = 1) -> Decoded:
+    """The best structure of each example; with `posteriors`, its part marginals; with `samples`
+    N, N structures drawn from its posterior (`sample`)."""
     structure = saved.model.data
     decode_mode = getattr(structure, "decode_mode", None)
     runner = decode_mode(saved, options, posteriors) if decode_mode else None
+    if samples is not None:
+        if posteriors:
+            raise EmcError("emc decode: give --sample or --posteriors, not both")
+        if runner is not None:
+            raise EmcError("emc decode --sample draws from one model's posterior, but this run decodes its own way "
+                           "(two alignment directions, symmetrised or thresholded links): decode RUN without "
+                           "--direction/--symmetrize/--threshold (a run fitted with --agree cannot be sampled)")
+        return sample(saved, data, options, samples, seed)
     if runner is not None:
         lines, metrics = runner(saved, data, options)
         return Decoded(list(lines), dict(metrics))
@@ -85,3 +97,25 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
         if corpus.gold and hasattr(structure, "evaluate"):
             metrics = structure.evaluate(corpus, checked, decoded, problem.labels)
     return Decoded(in_input_order(problem, lines), metrics)
+
+
+def sample(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], samples: int, seed: int) -> Decoded:
+    """`samples` structures per example drawn from the posterior, each formatted as decoding
+    formats the best one: the lines of example 1's draws, then example 2's, and so on (an empty
+    example gives `samples` empty lines). Draw d of every example is seeded from (seed, d) and the
+    example's index (emc/structures/sampling.py): the same command prints the same lines."""
+    from emc.structures.sampling import SEED_SPACE
+
+    if samples < 1:
+        raise EmcError(f"emc decode --sample {samples}: give the number of samples per example (at least 1)")
+    structure = saved.model.data
+    problem, params = bind_saved(saved, data, options)
+    corpus = problem.corpus
+    executor = LocalExecutor(problem)
+    n = len(corpus)
+    bases = np.random.default_rng(seed).integers(SEED_SPACE, size=samples)
+    drawn, log_z = executor.sample(params, np.repeat(np.arange(n), samples), np.tile(bases, n))
+    check_log_z(problem, np.repeat(np.arange(n), samples), log_z)
+    lines = ["\n".join(structure.format_decoded(corpus, saved.model.checked, q, drawn[q * samples + d], problem.labels)
+                       for d in range(samples)) for q in range(n)]
+    return Decoded(["\n".join([line] * samples) if line == "" else line for line in in_input_order(problem, lines)], {})
