@@ -73,3 +73,33 @@ def test_annealed_samples_grow_each_iteration(problem):
 def test_bad_settings_are_refused(problem, bad, message):
     with pytest.raises(EmcError, match=message):
         fit(problem, settings(**bad))
+
+
+def test_a_resumed_fit_ends_like_an_uninterrupted_one(problem, tmp_path):
+    """The checkpoint carries the fit's generator, so the draws after a resume are the ones the
+    uninterrupted fit made."""
+    from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
+
+    config = settings(samples=2, samples_growth=1.3, iterations=6)
+    whole = fit(problem, config)
+
+    def stop_after_three(state):
+        if state.step == 3:
+            save_checkpoint(tmp_path, state, {})
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(problem, config, after_step=stop_after_three)
+    _, state = load_checkpoint(tmp_path)
+    resumed = fit(problem, config, state=state)
+    np.testing.assert_array_equal(resumed.params.weights(problem.layout), whole.params.weights(problem.layout))
+    assert [r["samples"] for r in resumed.history] == [r["samples"] for r in whole.history]
+
+
+def test_a_structure_without_a_sampler_is_refused():
+    from types import SimpleNamespace
+
+    from emc.structures.sampling import require_sampler
+
+    with pytest.raises(EmcError, match="the pcfg structure does not offer"):
+        require_sampler(SimpleNamespace(STRUCTURE="pcfg"), "--algorithm stochastic")

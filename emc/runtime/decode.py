@@ -104,10 +104,11 @@ def sample(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], s
     formats the best one: the lines of example 1's draws, then example 2's, and so on (an empty
     example gives `samples` empty lines). Draw d of every example is seeded from (seed, d) and the
     example's index (emc/structures/sampling.py): the same command prints the same lines."""
-    from emc.structures.sampling import SEED_SPACE
+    from emc.structures.sampling import SEED_SPACE, require_sampler
 
     if samples < 1:
         raise EmcError(f"emc decode --sample {samples}: give the number of samples per example (at least 1)")
+    require_sampler(saved.model.module, "emc decode --sample")
     structure = saved.model.data
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus

@@ -28,6 +28,15 @@ MAX_SAMPLES = 2 ** 20  # samples per example per E-step (the request packs base 
 ONE_SAMPLE = SAMPLE + 1  # sampling(1, 0): one draw, for a caller that seeded the generator itself
 
 
+def require_sampler(module, what: str) -> None:
+    """Refuse a model whose structure cannot sample yet (its DP would not recognise a request)."""
+    if not hasattr(module, "sample_example"):
+        from emc.spec.errors import EmcError
+
+        raise EmcError(f"{what} needs posterior sampling, which the {getattr(module, 'STRUCTURE', 'model')!s} "
+                       "structure does not offer yet (see docs/adding-a-structure.md)")
+
+
 def sampling(samples: int, base: int) -> int:
     """The `semiring` value asking for `samples` posterior draws per example, seeded by `base`."""
     if not 1 <= samples < MAX_SAMPLES:

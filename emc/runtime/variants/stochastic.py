@@ -20,7 +20,7 @@ import math
 from emc.runtime.fit import FitState
 from emc.runtime.variants.base import Variant
 from emc.spec.errors import EmcError
-from emc.structures.sampling import MAX_SAMPLES, SEED_SPACE, sampling
+from emc.structures.sampling import MAX_SAMPLES, SEED_SPACE, require_sampler, sampling
 
 
 class Stochastic(Variant):
@@ -29,6 +29,7 @@ class Stochastic(Variant):
     converges = False
 
     def start(self, state: FitState) -> None:
+        require_sampler(self.problem.model.module, "--algorithm stochastic")
         if not 1 <= self.settings.samples < MAX_SAMPLES:
             raise EmcError(f"--samples {self.settings.samples}: give between 1 and {MAX_SAMPLES - 1} samples per example")
         if not self.settings.samples_growth >= 1.0:
