@@ -81,3 +81,29 @@ def test_misuse_gets_a_message(run, tmp_path, capsys, extra, message):
     text.write_text("a b\n")
     assert main(["decode", str(run), str(text), *extra]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_python_api_samples_every_structure_in_its_decode_format():
+    """Run.decode(data, sample=N, seed=K): alignment and label runs too (their own output formats)."""
+    import emc
+
+    def links(line, source, target):  # "i-j": target word j links to source word i; NULL links unprinted
+        pairs = [tuple(map(int, link.split("-"))) for link in line.split()]
+        return all(i < len(source) and j < len(target) for i, j in pairs) and \
+            len({j for _, j in pairs}) == len(pairs)
+
+    cases = [("ibm1.em", ["a b ||| x y", "b c ||| y z z"], {},
+              lambda line, text: links(line, *(side.split() for side in text.split("|||")))),
+             ("naive_bayes.em", ["a b c a", "b c c", "a a b"], {"classes": 3},
+              lambda line, text: line in {"0", "1", "2"}),
+             ("ccm.em", ["D N V", "D N V D N"], {},
+              lambda line, text: line.replace("(", "").replace(")", "") == text
+              and line.count("(") == len(text.split()) - 1)]  # a binary bracketing: n - 1 nodes
+    for spec, lines, overrides, well_formed in cases:
+        fitted = emc.load(ROOT / "specs" / spec, **overrides).fit(lines, iterations=2, seed=1)
+        drawn = fitted.decode(lines, sample=30, seed=4)
+        assert len(drawn) == len(lines) and drawn == fitted.decode(lines, sample=30, seed=4)
+        for text, block in zip(lines, drawn):
+            samples = block.split("\n")
+            assert len(samples) == 30 and all(well_formed(s, text) for s in samples), (spec, samples)
+        assert len(set(drawn[-1].split("\n"))) > 1, spec  # draws, not one structure 30 times
