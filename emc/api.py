@@ -90,9 +90,11 @@ class Fitted:
                                              self.objective, self.metrics)
         return self._saved
 
-    def decode(self, data, posteriors: bool = False, **options: Any) -> list[str]:
-        """The best structure of each example (or its posteriors), in the task's output format."""
-        return decode(self.saved, _data(data), options, posteriors).lines
+    def decode(self, data, posteriors: bool = False, sample: int | None = None, seed: int = 1,
+               **options: Any) -> list[str]:
+        """The best structure of each example (or its posteriors, or `sample` structures drawn from
+        its posterior, seeded by `seed`: see emc.runtime.decode.sample), in the task's output format."""
+        return decode(self.saved, _data(data), options, posteriors, sample, seed).lines
 
     def evaluate(self, data, **options: Any) -> dict[str, float]:
         """Scores against the data's gold annotations (e.g. format="conll", gold_column=2)."""

@@ -182,6 +182,9 @@ algorithms (--algorithm):
                labeled, or a structure's initializer); beta = 1 is plain EM. Flags as annealed
   vb           variational Bayes (Beal 2003; Johnson 2007): mean-field with Dirichlet priors,
                exp(digamma) weights; objective: the evidence lower bound. --vb-alpha 0.1
+  stochastic   stochastic (Monte Carlo) EM (Celeux & Diebolt 1985; Wei & Tanner 1990): counts from
+               --samples 10 structures per example drawn from the posterior; --samples-growth G > 1
+               multiplies them by G each iteration (annealed S). Runs all --iterations
 Priors and smoothing come from the spec (`smooth add(a)`, `prior dirichlet(a)`, `prior sparse(alpha,
 beta)`, the smoothed-L0 prior of Vaswani et al. 2010) and can be overridden: --smooth, --prior.
 
@@ -244,6 +247,10 @@ def _fit_parser(sub) -> None:
                     help="annealed/skewed: relative objective change at which a temperature is done")
     em.add_argument("--vb-alpha", type=float, default=d.vb_alpha,
                     help="vb: Dirichlet parameter of blocks without `prior dirichlet(a)`")
+    em.add_argument("--samples", type=int, default=d.samples,
+                    help="stochastic: posterior samples per example per iteration")
+    em.add_argument("--samples-growth", type=float, default=d.samples_growth, metavar="G",
+                    help="stochastic: multiply the samples by G each iteration (1: fixed)")
     em.add_argument("--restarts", type=int, default=d.restarts,
                     help="run from this many seeds (seed, seed+1, ...) and keep the best training objective")
     em.add_argument("--smooth", action="append", default=[], metavar="BLOCK=A",
@@ -317,7 +324,8 @@ def cmd_fit(args) -> int:
         start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
         anneal_tolerance=args.anneal_tolerance,
         vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-        restarts=args.restarts, regularizers=_regularizers(args))
+        restarts=args.restarts, samples=args.samples, samples_growth=args.samples_growth,
+        regularizers=_regularizers(args))
     job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                         args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
     jobs.run(job, Path(args.out) if args.out else None, observer, say, progress, overwrite=args.overwrite)
@@ -405,6 +413,10 @@ def _decode_parser(sub) -> None:
     p.add_argument("run", help="a directory written by emc fit --out")
     p.add_argument("file", nargs="?", help="the data to decode (a structure may take it from its options instead)")
     p.add_argument("--posteriors", action="store_true", help="print posterior marginals instead of the best structure")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="print N structures per example drawn from the posterior (the N lines of each example "
+                        "together), in the format of the best one")
+    p.add_argument("--seed", type=int, default=1, help="with --sample: the random seed (same seed, same samples)")
     _data_arguments(p, "decode")
     p.set_defaults(handler=cmd_decode)
 
@@ -414,8 +426,10 @@ def cmd_decode(args) -> int:
     from emc.runtime.modes.dispatch import decode
     from emc.runtime.model_dir import load_run
 
-    options = {k: v for k, v in vars(args).items() if k not in ("run", "file", "handler", "command", "posteriors")}
-    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors)
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("run", "file", "handler", "command", "posteriors", "sample", "seed")}
+    result = decode(load_run(args.run), args.file, options, posteriors=args.posteriors, samples=args.sample,
+                    seed=args.seed)
     for line in result.lines:
         sys.stdout.write(line + "\n")
     if result.metrics:

@@ -2,8 +2,8 @@
 #
 # The model's glue around the spantree DP (emc/structures/spantree/dp.py): every span's score as
 # a constituent and as a distituent from the blocks, inside-outside over binary bracketings, and
-# the span marginals scattered into expected counts. prepare, estep_example, decode_example and
-# posterior_example follow the ABI in emc/codegen/abi.py and compile on first use; scatter_counts
+# the span marginals scattered into expected counts. prepare, estep_example, decode_example,
+# sample_example and posterior_example follow the ABI in emc/codegen/abi.py and compile on first use; scatter_counts
 # also serves the random-split initializer (emc/structures/spantree/data.py).
 #   yield: P(t.yield | t.constituent, t.length) -> span slot
 #   context: P(t.context | t.constituent) -> span slot
@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from emc.codegen.abi import array, entry, read
+from emc.structures.sampling import ONE_SAMPLE
 from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
 
@@ -145,6 +146,19 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
         for j in range(i + 1, n + 1):
             out[dp.span_index(n, i, j)] = int(constituent[i, j])
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A bracketing drawn from the posterior (the caller seeds the generator), as decode_example."""
+    n = _sentence_length(ex, ints, layout)
+    score = _span_scores(ex, ints, layout, meta, params)
+    constituent = np.empty((n + 1, n + 1))
+    log_z = dp.marginals(ONE_SAMPLE, score, n, constituent)
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            out[dp.span_index(n, i, j)] = int(constituent[i, j])
+    return log_z
 
 
 @njit(cache=True)

@@ -2,7 +2,7 @@
 #
 # The model's glue around the chain DP (emc/structures/chain/dp.py, order 2): part scores
 # from the blocks, the DP, and the posterior marginals scattered into expected counts. prepare,
-# estep_example, decode_example and posterior_example follow the ABI in emc/codegen/abi.py and
+# estep_example, decode_example, sample_example and posterior_example follow the ABI in emc/codegen/abi.py and
 # compile on first use.
 #   trans: P(z | z.prev, z.prev2) -> transition slot
 #   emit: P(x | z) -> emission slot
@@ -163,6 +163,20 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     for t in range(node.shape[0]):
         out[t] = path[t]
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A state sequence drawn from the posterior (the caller seeds the generator), as decode_example."""
+    K = meta[M_STATES]
+    trans, final = _split(derived, K)
+    node = _emission_scores(ex, ints, layout, meta, params)
+    states, lo, hi = _allowed_states(ex, ints, layout, meta)
+    path = np.empty(node.shape[0], np.int64)
+    log_z = dp.sample2(node, trans, final, states, lo, hi, path)
+    for t in range(node.shape[0]):
+        out[t] = path[t]
+    return log_z
 
 
 @njit(cache=True)

@@ -3,8 +3,8 @@
 # The model's glue around the alignment DPs (emc/structures/alignment/dp.py: independent links
 # with jump=no, the chain DP over source positions with jump=yes): link scores from the link
 # blocks' sparse tables (emc/structures/alignment/links.py), the DP, and the posterior link and
-# jump marginals scattered into expected counts. prepare, estep_example, decode_example and
-# posterior_example follow the ABI in emc/codegen/abi.py and compile on first use;
+# jump marginals scattered into expected counts. prepare, estep_example, decode_example,
+# sample_example and posterior_example follow the ABI in emc/codegen/abi.py and compile on first use;
 # link_counts_example serves agreement training (emc/runtime/modes/agreement.py).
 #   trans: P(a.target | a.source) -> link slot
 import numpy as np
@@ -130,6 +130,15 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     if meta[M_JUMP] != 0:
         return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
     return dp.independent_best(scores, meta[M_NULL], out)
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """An alignment drawn from the posterior (the caller seeds the generator), as decode_example."""
+    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
+    if meta[M_JUMP] != 0:
+        return dp.chain_sample(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
+    return dp.independent_sample(scores, meta[M_NULL], out)
 
 
 @njit(cache=True)

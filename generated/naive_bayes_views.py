@@ -7,7 +7,7 @@
 # j < hi - lo: all K, or only its class for a labeled example (dp.class_range), which is then
 # scored and counted once. score and marg hold those classes only (the DP's j-th is class lo + j):
 # indexed from 0, an unlabeled example's loops compile as tightly as loops over range(K).
-# prepare, estep_example, decode_example and posterior_example follow the ABI in
+# prepare, estep_example, decode_example, sample_example and posterior_example follow the ABI in
 # emc/codegen/abi.py and compile on first use.
 #   prior: P(c) -> example slot
 #   words: P(d.lower | c) -> token slot
@@ -147,6 +147,16 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     log_score, best = dp.best_class(score)
     out[0] = lo + best if best >= 0 else -1
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A class drawn from the posterior (the caller seeds the generator), as decode_example."""
+    lo, hi = dp.class_range(_label(ex, ints, layout), meta[M_CLASSES])
+    score = _class_scores(ex, lo, hi, ints, layout, meta, params)
+    log_z, drawn = dp.sample_class(score)
+    out[0] = lo + drawn if drawn >= 0 else -1
+    return log_z
 
 
 @njit(cache=True)

@@ -2,7 +2,7 @@
 #
 # The model's glue around the semi-Markov DP (emc/structures/segmentation/dp.py): segment scores
 # from the blocks and weights, the DP, and the segment marginals scattered into expected counts.
-# prepare, estep_example, decode_example and posterior_example follow the ABI in
+# prepare, estep_example, decode_example, sample_example and posterior_example follow the ABI in
 # emc/codegen/abi.py and compile on first use.
 #   word: P(s.word) -> segment slot
 #   length: P(s.length) -> segment slot
@@ -103,6 +103,17 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     for i in range(seg.shape[0]):
         out[i] = starts[i]
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A segmentation drawn from the posterior (the caller seeds the generator), as decode_example."""
+    seg = _segment_scores(ex, ints, layout, meta, params)
+    starts = np.empty(seg.shape[0], np.int64)
+    log_z = dp.sample(seg, starts)
+    for i in range(seg.shape[0]):
+        out[i] = starts[i]
+    return log_z
 
 
 @njit(cache=True)

@@ -65,6 +65,33 @@ def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0
 Firing = tuple[str, int, int] | float  # (table name, row, outcome), or a constant the structure applies
 
 
+class Entries:
+    """Flat parameter indices of factor firings (sparse tables included)."""
+
+    def __init__(self, problem: Problem):
+        self.layout = problem.layout
+        self.sparse_index = {t.name: {(int(r), int(o)): t.offset + i for i, (r, o) in
+                                      enumerate(zip(t.entry_rows, t.entry_outcomes))}
+                             for t in self.layout.tables if t.sparse}
+
+    def __call__(self, table: str, row: int, outcome: int) -> int:
+        t = self.layout.table(table)
+        if t.sparse:
+            return self.sparse_index[table][(row, outcome)]
+        return t.offset + outcome * t.rows + row
+
+    def of(self, firings: list[Firing]) -> list[int]:
+        return [self(*f) for f in firings if not isinstance(f, float)]
+
+
+def structure_scores(problem: Problem, params: ParamState, structures: list) -> np.ndarray:
+    """The unnormalised score of every enumerated (firings, form) structure under `params`."""
+    weights = params.weights(problem.layout)
+    entries = Entries(problem)
+    return np.array([math.prod(f if isinstance(f, float) else weights[entries(*f)] for f in firings)
+                     for firings, _ in structures])
+
+
 def check_against_enumeration(problem: Problem, params: ParamState, example: int,
                               structures: Iterable[tuple[list[Firing], object]],
                               decoded_of: Callable[[np.ndarray], object] | None = None, tol: float = 1e-9) -> None:
@@ -79,28 +106,8 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     if decoded_of is None:
         decoded_of = lambda decoded: decoded_form(problem, example, decoded)  # noqa: E731
     layout = problem.layout
-    weights = params.weights(layout)
-
-    sparse_index = {t.name: {(int(r), int(o)): t.offset + i for i, (r, o) in
-                             enumerate(zip(t.entry_rows, t.entry_outcomes))}
-                    for t in layout.tables if t.sparse}
-
-    def entry(table: str, row: int, outcome: int) -> int:
-        t = layout.table(table)
-        if t.sparse:
-            return sparse_index[table][(row, outcome)]
-        return t.offset + outcome * t.rows + row
-
-    def weight(f: Firing) -> float:
-        return f if isinstance(f, float) else weights[entry(*f)]
-
-    def entries(firings: list[Firing]) -> list[int]:
-        return [entry(*f) for f in firings if not isinstance(f, float)]
-
-    scores = []
-    for firings, _ in structures:
-        scores.append(math.prod(weight(f) for f in firings))
-    scores = np.array(scores)
+    entries = Entries(problem)
+    scores = structure_scores(problem, params, structures)
     total = scores.sum()
     executor = LocalExecutor(problem, threads=1)
     ex = np.array([example])
@@ -112,7 +119,7 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     expected = np.zeros(layout.size)
     learned = layout.learned_mask()
     for (firings, _), score in zip(structures, scores):
-        for i in entries(firings):
+        for i in entries.of(firings):
             expected[i] += score / total
     expected[~learned] = 0.0
     np.testing.assert_allclose(result.counts, expected, rtol=1e-7, atol=1e-10)
@@ -128,7 +135,7 @@ def check_against_enumeration(problem: Problem, params: ParamState, example: int
     assert math.isclose(hard.log_z[0], math.log(scores[best]), rel_tol=tol, abs_tol=tol)
     if len(ties) == 1:
         viterbi_counts = np.zeros(layout.size)
-        for i in entries(structures[best][0]):
+        for i in entries.of(structures[best][0]):
             viterbi_counts[i] += 1.0
         viterbi_counts[~learned] = 0.0
         np.testing.assert_allclose(hard.counts, viterbi_counts, atol=1e-12)

@@ -1,5 +1,6 @@
 """The E-step on a Dask LocalCluster of 2 worker processes: the same parameters as a local run (to
-1e-9 relative) for batch, stepwise, annealed and hard EM on the HMM and for word segmentation, and
+1e-9 relative) for batch, stepwise, annealed, hard and stochastic EM (the same draws: each example is
+seeded by its index in the corpus, not in its shard) on the HMM and for word segmentation, and
 a worker killed mid-iteration loses nothing."""
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def problem(tmp_path_factory):
     FitSettings(algorithm="stepwise", passes=2, batch_size=5, eval_every=0),
     FitSettings(algorithm="annealed", iterations=3, beta_min=0.25, beta_factor=2.0, eval_every=0),
     FitSettings(algorithm="hard", iterations=4, tolerance=0, eval_every=0),
-], ids=["batch", "stepwise", "annealed", "hard"])
+    FitSettings(algorithm="stochastic", iterations=4, samples=3, eval_every=0),
+], ids=["batch", "stepwise", "annealed", "hard", "stochastic"])
 def test_two_workers_give_the_local_parameters(client, problem, settings):
     from emc.dist.executor import DaskExecutor
 

@@ -7,10 +7,14 @@ Every generated module exports, with exactly these numba signatures:
         per E-step call and handed to the per-example functions as `derived`.
     estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts) -> float64
         Part scores for example `ex` from the blocks, the structure's DP in `semiring`, and the
-        posterior part marginals (sum) or the best structure's parts (max) scattered into
+        posterior part marginals (sum), the best structure's parts (max) or the average parts of
+        sampled structures (a sampling request, emc/structures/sampling.py) scattered into
         `counts`, scaled by `weight`. Returns the example's log Z (log max score for max).
     decode_example(ex, ints, layout, meta, params, derived, out) -> float64
         The best structure, written into `out` in the structure's encoding; returns its log score.
+    sample_example(ex, ints, layout, meta, params, derived, out) -> float64
+        A structure drawn from the posterior with numba's generator (which the caller seeds:
+        emc/structures/sampling.py), written into `out` as decode_example writes; returns log Z.
     posterior_example(ex, ints, layout, meta, params, derived, out) -> float64
         Posterior part marginals, written into `out` in the structure's encoding; returns log Z.
 
@@ -52,6 +56,7 @@ POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DER
 PREPARE_FUNCTION = types.FunctionType(PREPARE_SIGNATURE)
 ESTEP_FUNCTION = types.FunctionType(ESTEP_SIGNATURE)
 DECODE_FUNCTION = types.FunctionType(DECODE_SIGNATURE)
+SAMPLE_FUNCTION = DECODE_FUNCTION  # sample_example has decode_example's signature
 POSTERIOR_FUNCTION = types.FunctionType(POSTERIOR_SIGNATURE)
 
 # Meta slots of a table: where its entries and rows start, and its shape.

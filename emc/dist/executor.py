@@ -26,6 +26,7 @@ from emc.runtime.executor import EStepResult, chunk_bounds
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem, bind
 from emc.spec.errors import EmcError
+from emc.structures.sampling import shifted
 from emc.structures.semiring import SUM
 
 ATTEMPTS = 4
@@ -154,8 +155,10 @@ class DaskExecutor:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
         parts, positions = [], []
         for s, where, local in self._split(examples):
-            parts.append(self.client.submit(_shard_estep, self.data[s], self.name, self.source, abi, semiring, local,
-                                            weights[where], retries=2, pure=False))
+            # a sampling request seeds by example index: the shard's are numbered from its first
+            parts.append(self.client.submit(_shard_estep, self.data[s], self.name, self.source, abi,
+                                            shifted(semiring, int(self.bounds[s])), local, weights[where],
+                                            retries=2, pure=False))
             positions.append(where)
         if self.before_gather:
             self.before_gather(self)

@@ -1,4 +1,5 @@
-"""Decoding new data with a fitted model: the best structure (or posteriors) per input example.
+"""Decoding new data with a fitted model: the best structure (or posteriors, or posterior samples)
+per input example.
 
 A structure may decode some runs its own way (alignment: two directions, symmetrised; see
 emc/runtime/modes/dispatch.py, which the CLI and the Python API call): such a decoder returns (the
@@ -60,6 +61,7 @@ def in_input_order(problem: Problem, lines: list[str]) -> list[str]:
 
 
 def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], posteriors: bool = False) -> Decoded:
+    """The best structure of each example; with `posteriors`, its part marginals."""
     structure = saved.model.data
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus
@@ -79,3 +81,26 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
         if corpus.gold and structure.evaluate is not None:
             metrics = structure.evaluate(corpus, checked, decoded, problem.labels)
     return Decoded(in_input_order(problem, lines), metrics)
+
+
+def sample(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], samples: int, seed: int) -> Decoded:
+    """`samples` structures per example drawn from the posterior, each formatted as decoding
+    formats the best one: the lines of example 1's draws, then example 2's, and so on (an empty
+    example gives `samples` empty lines). Draw d of every example is seeded from (seed, d) and the
+    example's index (emc/structures/sampling.py): the same command prints the same lines."""
+    from emc.structures.sampling import SEED_SPACE, require_sampler
+
+    if samples < 1:
+        raise EmcError(f"emc decode --sample {samples}: give the number of samples per example (at least 1)")
+    require_sampler(saved.model.module, "emc decode --sample")
+    structure = saved.model.data
+    problem, params = bind_saved(saved, data, options)
+    corpus = problem.corpus
+    executor = LocalExecutor(problem)
+    n = len(corpus)
+    bases = np.random.default_rng(seed).integers(SEED_SPACE, size=samples)
+    drawn, log_z = executor.sample(params, np.repeat(np.arange(n), samples), np.tile(bases, n))
+    check_log_z(problem, np.repeat(np.arange(n), samples), log_z)
+    lines = ["\n".join(structure.format_decoded(corpus, saved.model.checked, q, drawn[q * samples + d], problem.labels)
+                       for d in range(samples)) for q in range(n)]
+    return Decoded(["\n".join([line] * samples) if line == "" else line for line in in_input_order(problem, lines)], {})

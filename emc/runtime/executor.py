@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior
+from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior, batch_sample
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
+from emc.structures.sampling import SEED_SPACE
 from emc.structures.semiring import SUM
 
 
@@ -76,6 +77,22 @@ class LocalExecutor:
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
         batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+                     params.abi(), self.prepare(params), out, scores)
+        return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
+
+    def sample(self, params: ParamState, examples: np.ndarray, bases: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """One structure of each example drawn from the posterior (as decode encodes the best),
+        seeded by (bases[q], examples[q]); and log Z. An example may be listed more than once,
+        with different bases."""
+        p = self.problem
+        examples = np.ascontiguousarray(examples, np.int64)
+        bases = np.ascontiguousarray(np.asarray(bases, np.int64) % SEED_SPACE)
+        sizes = p.model.data.decoded_length(p.corpus, p.model.checked)[examples]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        out = np.zeros(offsets[-1], np.int32)
+        scores = np.empty(len(examples))
+        numba.set_num_threads(self.threads)
+        batch_sample(p.model.module.sample_example, examples, bases, offsets, p.ints, p.array_bounds, p.meta,
                      params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
 

@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit, prange, types
 
 from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS,
-                             POSTERIOR_FUNCTION)
+                             POSTERIOR_FUNCTION, SAMPLE_FUNCTION)
+from emc.structures.sampling import is_sampling, reseed, sample_base
 
 I64 = types.int64[::1]
 F64 = types.float64[::1]
@@ -18,10 +19,13 @@ F64 = types.float64[::1]
 @njit(types.void(ESTEP_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
                  types.float64[:, ::1], F64), cache=True, parallel=True)
 def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
-    """Expected counts of examples[bounds[c]:bounds[c+1]] into counts[c]; log Z per example."""
+    """Expected counts of examples[bounds[c]:bounds[c+1]] into counts[c]; log Z per example. A
+    sampling request seeds each example's draws by its index (emc/structures/sampling.py)."""
     for c in prange(counts.shape[0]):
         buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
         for q in range(bounds[c], bounds[c + 1]):
+            if is_sampling(semiring):
+                reseed(sample_base(semiring), examples[q])
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
 
 
@@ -31,6 +35,16 @@ def batch_decode(decode, examples, out_offsets, ints, layout, meta, params, deri
     """The best structure of each example into out[out_offsets[q]:out_offsets[q+1]]."""
     for q in prange(examples.shape[0]):
         scores[q] = decode(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
+
+
+@njit(types.void(SAMPLE_FUNCTION, I64, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
+      cache=True, parallel=True)
+def batch_sample(sample, examples, bases, out_offsets, ints, layout, meta, params, derived, out, scores):
+    """A posterior draw of each example into out[out_offsets[q]:out_offsets[q+1]], seeded by
+    (bases[q], examples[q]) as a sampling E-step seeds it (emc/structures/sampling.py)."""
+    for q in prange(examples.shape[0]):
+        reseed(bases[q], examples[q])
+        scores[q] = sample(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
 
 
 @njit(types.void(POSTERIOR_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, F64, F64),

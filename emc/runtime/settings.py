@@ -35,6 +35,9 @@ class FitSettings:
     labeled_weight: float = 1.0
     unlabeled_weight: float = 1.0  # lambda
     restarts: int = 1
+    # stochastic EM: posterior samples per example, growing by samples_growth each iteration
+    samples: int = 10
+    samples_growth: float = 1.0
     # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
     regularizers: dict[str, Any] = field(default_factory=dict)
 
@@ -45,6 +48,7 @@ class FitSettings:
             "annealed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "skewed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "vb": f" alpha={self.vb_alpha:g}",
+            "stochastic": f" S={self.samples}" + (f" x{self.samples_growth:g}" if self.samples_growth != 1.0 else ""),
         }.get(self.algorithm, "")
         return f"{self.algorithm}{extra} seed={self.seed}"
 

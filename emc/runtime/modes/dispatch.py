@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from emc.spec.errors import EmcError
 from emc.io.readers import Lines
 from emc.runtime import decode as ordinary
 from emc.runtime.model_dir import SavedRun
@@ -24,10 +25,19 @@ def fit_mode(structure: str, options: dict[str, Any]) -> Callable | None:
 
 
 def decode(saved: SavedRun, data: str | Path | Lines | None, options: dict[str, Any],
-           posteriors: bool = False) -> ordinary.Decoded:
-    """Decode with a saved run: the structure's own decoder for these options, else the ordinary one."""
+           posteriors: bool = False, samples: int | None = None, seed: int = 1) -> ordinary.Decoded:
+    """Decode with a saved run: the structure's own decoder for these options, else the ordinary one;
+    with `samples` N, N structures drawn from each example's posterior."""
     choose = DECODE_MODES.get(saved.model.checked.structure.name)
     runner = choose(saved, options, posteriors) if choose else None
+    if samples is not None:
+        if posteriors:
+            raise EmcError("emc decode: give --sample or --posteriors, not both")
+        if runner is not None:
+            raise EmcError("emc decode --sample draws from one model's posterior, but this run decodes its own way "
+                           "(two alignment directions, symmetrised or thresholded links): decode RUN without "
+                           "--direction/--symmetrize/--threshold (a run fitted with --agree cannot be sampled)")
+        return ordinary.sample(saved, data, options, samples, seed)
     if runner is None:
         return ordinary.decode(saved, data, options, posteriors)
     lines, metrics = runner(saved, data, options)

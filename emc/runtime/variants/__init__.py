@@ -16,10 +16,11 @@ from emc.runtime.variants.batch import Batch
 from emc.runtime.variants.hard import Hard
 from emc.runtime.variants.incremental import Incremental
 from emc.runtime.variants.stepwise import Stepwise
+from emc.runtime.variants.stochastic import Stochastic
 from emc.runtime.variants.vb import VariationalBayes
 
 VARIANTS: dict[str, type[Variant]] = {
-    v.name: v for v in (Batch, Incremental, Stepwise, Hard, Annealed, Skewed, VariationalBayes)}
+    v.name: v for v in (Batch, Incremental, Stepwise, Hard, Annealed, Skewed, VariationalBayes, Stochastic)}
 
 
 def make_variant(name: str, problem, executor, settings) -> Variant:

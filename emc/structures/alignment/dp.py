@@ -18,11 +18,15 @@ An end bucket (jumps of maxjump or more, or of -maxjump or less) stands for ever
 position it reaches from i_prev, and its score is shared evenly among them: the bucket is chosen,
 then one of its positions uniformly. (Giving each of them the bucket's whole score would let EM
 pile mass onto the end buckets, since a long sentence has many far positions.)
+
+Sampling (emc/structures/sampling.py): IBM 1 draws each target word's link from its column
+independently; the HMM aligner samples its chain (forward-filtering backward-sampling).
 """
 import numpy as np
 from numba import njit
 
 from emc.structures.chain import dp as chain_dp
+from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import SUM
 
 NEG_INF = -np.inf
@@ -63,27 +67,43 @@ def _best_row(scores, j, null):
 
 
 @njit(cache=True)
-def independent(semiring, scores, null, posterior):
-    """IBM 1: posterior[i, j] = P(a_j = i) under sum, the best row's indicator under max.
-    Returns log Z (the best score's log under max); -inf if some target word has no link.
-    `posterior` may be `scores` itself."""
+def _link_posterior(scores, posterior):
+    """posterior[i, j] = P(a_j = i) under IBM 1; returns log Z (-inf, posterior 0, if some target
+    word has no link). `posterior` may be `scores` itself."""
     width, m = scores.shape
     log_z = 0.0
-    column = np.zeros(m)  # sum: each column's total, then its inverse; max: its best row
-    if semiring == SUM:
-        for i in range(width):  # row by row: unit-stride inner loops
-            for j in range(m):
-                column[j] += scores[i, j]
+    column = np.zeros(m)  # each column's total, then its inverse
+    for i in range(width):  # row by row: unit-stride inner loops
         for j in range(m):
-            if not column[j] > 0.0:
-                posterior[:, :] = 0.0
-                return NEG_INF
-            log_z += np.log(column[j])
-            column[j] = 1.0 / column[j]
-        for i in range(width):
-            for j in range(m):
-                posterior[i, j] = scores[i, j] * column[j]
+            column[j] += scores[i, j]
+    for j in range(m):
+        if not column[j] > 0.0:
+            posterior[:, :] = 0.0
+            return NEG_INF
+        log_z += np.log(column[j])
+        column[j] = 1.0 / column[j]
+    for i in range(width):
+        for j in range(m):
+            posterior[i, j] = scores[i, j] * column[j]
+    return log_z
+
+
+@njit(cache=True)
+def independent(semiring, scores, null, posterior):
+    """IBM 1: posterior[i, j] = P(a_j = i) under sum, the best row's indicator under max, the
+    average indicators of sampled links under a sampling request. Returns log Z (the best
+    score's log under max); -inf if some target word has no link. `posterior` may be `scores`
+    itself."""
+    width, m = scores.shape
+    if semiring == SUM:
+        return _link_posterior(scores, posterior)
+    if is_sampling(semiring):
+        log_z = _link_posterior(scores, posterior)
+        if log_z > NEG_INF:
+            _sampled_links(posterior, sample_count(semiring))
         return log_z
+    log_z = 0.0
+    column = np.zeros(m)  # each column's best row
     for j in range(m):
         best = _best_row(scores, j, null)
         column[j] = best
@@ -93,6 +113,41 @@ def independent(semiring, scores, null, posterior):
         return NEG_INF
     for j in range(m):
         posterior[int(column[j]), j] = 1.0
+    return log_z
+
+
+@njit(cache=True)
+def _sampled_links(posterior, draws):
+    """Replace each column's link posterior by the average indicators of `draws` links drawn
+    from it."""
+    width, m = posterior.shape
+    probabilities = np.empty(width)
+    for j in range(m):
+        for i in range(width):
+            probabilities[i] = posterior[i, j]
+            posterior[i, j] = 0.0
+        for _ in range(draws):
+            posterior[draw(probabilities, width), j] += 1.0 / draws
+
+
+@njit(cache=True)
+def independent_sample(scores, null, links):
+    """IBM 1: links[j] drawn from the posterior of target word j's link (NO_LINK for NULL).
+    Returns log Z (-inf, links all NO_LINK, when some target word has no possible link)."""
+    width, m = scores.shape
+    log_z = 0.0
+    column = np.empty(width)
+    for j in range(m):
+        total = 0.0
+        for i in range(width):
+            column[i] = scores[i, j]
+            total += scores[i, j]
+        if not total > 0.0:
+            links[:] = NO_LINK
+            return NEG_INF
+        log_z += np.log(total)
+        i = draw(column, width)
+        links[j] = NO_LINK if null and i == width - 1 else i
     return log_z
 
 
@@ -201,3 +256,18 @@ def chain_best(scores, jump_scores, maxjump, null, links):
     for j in range(m):
         links[j] = path[j] if 0 <= path[j] < l else NO_LINK
     return log_score
+
+
+@njit(cache=True)
+def chain_sample(scores, jump_scores, maxjump, null, links):
+    """The HMM aligner: an alignment drawn from the posterior, links[j] = source position or
+    NO_LINK; returns log Z (-inf: links all NO_LINK)."""
+    width, m = scores.shape
+    l = width - null
+    node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
+    path = np.empty(m, np.int64)
+    states, lo, hi = _no_constraints()
+    log_z = chain_dp.sample(node, trans, initial, final, states, lo, hi, path)
+    for j in range(m):
+        links[j] = path[j] if 0 <= path[j] < l else NO_LINK
+    return log_z

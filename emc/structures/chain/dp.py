@@ -14,10 +14,16 @@ A tag dictionary or a labeled example restricts each position to a list of allow
 (`lo[t]:hi[t]` into `states`); the pruned instances loop over those lists only, so constrained
 positions cost |allowed(t-1)| x |allowed(t)| instead of K^2. The dense instances keep unit-stride
 inner loops that LLVM vectorises; an index list there costs 6x.
+
+Sampling (emc/structures/sampling.py) is forward-filtering backward-sampling: the sum forward pass,
+then z_{n-1} ~ alpha[n-1, k] final[k] and z_{t-1} ~ alpha[t-1, j] trans[j, z_t] (order 2: the pair
+(z_{n-2}, z_{n-1}), then z_{t-2} ~ alpha[t-1, i, z_{t-1}] trans[i, z_{t-1}, z_t]). The forward
+passes leave alpha at 0 for disallowed states, so constrained examples need no special case.
 """
 import numpy as np
 from numba import njit
 
+from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 # Reassociation lets LLVM vectorise the reductions; no nnan/ninf, since -inf is a real answer.
@@ -134,6 +140,21 @@ def backtrack(node, trans, final, alpha, path):
         path[t - 1] = arg
 
 
+@njit(cache=True)
+def sample_path(node, trans, final, alpha, path):
+    """A path drawn from the posterior, given sum-semiring alphas (backward sampling)."""
+    n, K = node.shape
+    weights = np.empty(K)
+    for k in range(K):
+        weights[k] = alpha[n - 1, k] * final[k]
+    path[n - 1] = draw(weights, K)
+    for t in range(n - 1, 0, -1):
+        nxt = path[t]
+        for j in range(K):
+            weights[j] = alpha[t - 1, j] * trans[j, nxt]
+        path[t - 1] = draw(weights, K)
+
+
 # --- order 1, allowed states per position -------------------------------------------------------
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -211,20 +232,28 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
     pruned = states.shape[0] > 0
+    forward_semiring = SUM if is_sampling(semiring) else semiring
     if pruned:
-        log_z = forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale)
+        log_z = forward_pruned(forward_semiring, node, trans, initial, final, states, lo, hi, alpha, scale)
     else:
-        log_z = forward(semiring, node, trans, initial, final, alpha, scale)
+        log_z = forward(forward_semiring, node, trans, initial, final, alpha, scale)
     node_marg[:, :] = 0.0
     if log_z == NEG_INF or log_z != log_z:
         return log_z
-    if semiring == MAX:
+    if semiring == MAX or is_sampling(semiring):
+        # the best path's indicators, or the average indicators of `samples` drawn paths
         path = np.empty(n, np.int64)
-        backtrack(node, trans, final, alpha, path)
-        for t in range(n):
-            node_marg[t, path[t]] = 1.0
-            if t > 0:
-                edge_marg[path[t - 1], path[t]] += 1.0
+        draws = sample_count(semiring) if is_sampling(semiring) else 1
+        share = 1.0 / draws
+        for _ in range(draws):
+            if semiring == MAX:
+                backtrack(node, trans, final, alpha, path)
+            else:
+                sample_path(node, trans, final, alpha, path)
+            for t in range(n):
+                node_marg[t, path[t]] += share
+                if t > 0:
+                    edge_marg[path[t - 1], path[t]] += share
         return log_z
     # beta lives in node_marg's memory and the raw edge sums in edge_marg's: both become the
     # marginals in place (fewer allocations and passes per sentence)
@@ -256,6 +285,23 @@ def viterbi(node, trans, initial, final, states, lo, hi, path):
         path[:] = -1
         return log_z
     backtrack(node, trans, final, alpha, path)
+    return log_z
+
+
+@njit(cache=True)
+def sample(node, trans, initial, final, states, lo, hi, path):
+    """One path drawn from the posterior into `path`; returns log Z (-inf: path all -1)."""
+    n, K = node.shape
+    alpha = np.empty((n, K))
+    scale = np.empty(n + 1)
+    if states.shape[0] > 0:
+        log_z = forward_pruned(SUM, node, trans, initial, final, states, lo, hi, alpha, scale)
+    else:
+        log_z = forward(SUM, node, trans, initial, final, alpha, scale)
+    if log_z == NEG_INF or log_z != log_z:
+        path[:] = -1
+        return log_z
+    sample_path(node, trans, final, alpha, path)
     return log_z
 
 
@@ -339,19 +385,26 @@ def marginals2(semiring, node, trans, final, states, lo, hi, node_marg, edge_mar
     ext = _with_start(states, K)
     alpha = np.empty((n, K + 1, K))
     scale = np.empty(n + 1)
-    log_z = forward2(semiring, node, trans, final, states, lo, hi, alpha, scale)
+    log_z = forward2(SUM if is_sampling(semiring) else semiring, node, trans, final, states, lo, hi, alpha, scale)
     node_marg[:, :] = 0.0
     if log_z == NEG_INF or log_z != log_z:
         return log_z
-    if semiring == MAX:
+    if semiring == MAX or is_sampling(semiring):
+        # the best path's indicators, or the average indicators of `samples` drawn paths
         path = np.empty(n, np.int64)
-        _backtrack2(node, trans, final, states, lo, hi, alpha, path)
-        prev2, prev = K, K
-        for t in range(n):
-            node_marg[t, path[t]] = 1.0
-            edge_marg[prev2, prev, path[t]] += 1.0
-            prev2, prev = prev, path[t]
-        edge_marg[prev2, prev, K] += 1.0
+        draws = sample_count(semiring) if is_sampling(semiring) else 1
+        share = 1.0 / draws
+        for _ in range(draws):
+            if semiring == MAX:
+                _backtrack2(node, trans, final, states, lo, hi, alpha, path)
+            else:
+                _sample_path2(trans, final, alpha, path)
+            prev2, prev = K, K
+            for t in range(n):
+                node_marg[t, path[t]] += share
+                edge_marg[prev2, prev, path[t]] += share
+                prev2, prev = prev, path[t]
+            edge_marg[prev2, prev, K] += share
         return log_z
     beta = np.zeros((n, K + 1, K))
     jlo, jhi = _span(lo, hi, m, n - 2)
@@ -414,6 +467,41 @@ def _backtrack2(node, trans, final, states, lo, hi, alpha, path):
             if v > best:
                 best, bi = v, i
         path[t - 2] = bi
+
+
+@njit(cache=True)
+def _sample_path2(trans, final, alpha, path):
+    """A path drawn from the posterior, given sum-semiring order-2 alphas; every (previous,
+    current) pair is weighed (START included), disallowed ones have alpha 0."""
+    n, K = alpha.shape[0], alpha.shape[2]
+    pairs = np.empty((K + 1) * K)
+    for j in range(K + 1):
+        for k in range(K):
+            pairs[j * K + k] = alpha[n - 1, j, k] * final[j, k]
+    pair = draw(pairs, (K + 1) * K)
+    path[n - 1] = pair % K
+    if n > 1:
+        path[n - 2] = pair // K
+    weights = np.empty(K + 1)
+    for t in range(n - 1, 1, -1):
+        j, k = path[t - 1], path[t]
+        for i in range(K + 1):
+            weights[i] = alpha[t - 1, i, j] * trans[i, j, k]
+        path[t - 2] = draw(weights, K + 1)
+
+
+@njit(cache=True)
+def sample2(node, trans, final, states, lo, hi, path):
+    """One order-2 path drawn from the posterior into `path`; returns log Z (-inf: path all -1)."""
+    n, K = node.shape
+    alpha = np.empty((n, K + 1, K))
+    scale = np.empty(n + 1)
+    log_z = forward2(SUM, node, trans, final, states, lo, hi, alpha, scale)
+    if log_z == NEG_INF or log_z != log_z:
+        path[:] = -1
+        return log_z
+    _sample_path2(trans, final, alpha, path)
+    return log_z
 
 
 @njit(cache=True)

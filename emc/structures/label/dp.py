@@ -12,12 +12,14 @@ best class's log score under max. An example's classes are lo..hi - 1 (`class_ra
 only its class for a labeled example (like a chain's allowed-state lists), so a labeled example
 is scored and counted once, not K times; its j-th class is lo + j. Every class at -inf (an
 impossible example) gives -inf; a NaN score gives NaN: the runtime reports either with the
-example's line.
+example's line. Sampling (emc/structures/sampling.py) draws classes from the sum semiring's
+posterior.
 """
 import numpy as np
 from numba import njit
 
-from emc.structures.semiring import MAX, log_sum
+from emc.structures.sampling import draw, is_sampling, sample_count
+from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
 
@@ -56,7 +58,7 @@ def class_marginals(semiring, score, marg):
         if log_z > NEG_INF:
             marg[arg] = 1.0
         return log_z
-    log_z = log_sum(semiring, score, score.shape[0], marg)  # marg[j] = exp(score[j] - m)
+    log_z = log_sum(SUM, score, score.shape[0], marg)  # marg[j] = exp(score[j] - m)
     if not log_z > NEG_INF:
         marg[:] = 0.0
         return log_z
@@ -65,4 +67,21 @@ def class_marginals(semiring, score, marg):
         total += marg[j]
     for j in range(marg.shape[0]):
         marg[j] /= total
+    if is_sampling(semiring):
+        # the average indicators of `samples` classes drawn from the posterior
+        posterior = marg.copy()
+        draws = sample_count(semiring)
+        marg[:] = 0.0
+        for _ in range(draws):
+            marg[draw(posterior, posterior.shape[0])] += 1.0 / draws
     return log_z
+
+
+@njit(cache=True)
+def sample_class(score):
+    """(log Z, the index j of a class drawn from the posterior), or (-inf or NaN, -1)."""
+    marg = np.empty(score.shape[0])
+    log_z = log_sum(SUM, score, score.shape[0], marg)
+    if not log_z > NEG_INF:
+        return log_z, -1
+    return log_z, draw(marg, marg.shape[0])

@@ -27,11 +27,14 @@ Backward (sum only): with beta[j] = b[j] P_j / Z, b[j] the sum over segmentation
 in this order every intermediate is bounded by 1 or by 1 / alpha (the first factor is a term of
 raw_{i+l}), and marg(i, l) is the posterior probability of the segment x[i:i+l]. Under max the best
 segmentation is backtracked from alpha and the scales (no back-pointers stored) and its segments
-get marginal 1.
+get marginal 1. Sampling (emc/structures/sampling.py) walks back the same way from the sum pass,
+drawing the last word x[j-l:j] of x[:j] with probability proportional to its backtrack term
+(a[j-l] seg[j-l, l-1], up to a factor common to every l).
 """
 import numpy as np
 from numba import njit
 
+from emc.structures.sampling import draw, draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 # Reassociation lets LLVM vectorise; no nnan/ninf, since -inf and the range checks are real answers.
@@ -190,6 +193,30 @@ def backtrack(space, seg, alpha, inv_scale, starts):
 
 
 @njit(cache=True)
+def sample_starts(space, seg, alpha, inv_scale, starts):
+    """A segmentation drawn from the posterior, from sum-semiring alpha and scales, as backtrack
+    gives the best one (starts[i] = length of the word starting at i, 0 elsewhere)."""
+    n, L = seg.shape
+    zero, one = _zero(space), _one(space)
+    terms = np.empty(L)
+    scratch = np.empty(L)
+    starts[:] = 0
+    j = n
+    while j > 0:
+        ratio = one
+        count = min(L, j)
+        for l in range(1, count + 1):
+            i = j - l
+            if l > 1:
+                ratio = _times(space, ratio, inv_scale[i + 1])
+            s = seg[i, l - 1]
+            terms[l - 1] = _term(space, alpha[i], s, ratio) if alpha[i] != zero and s != zero else zero
+        l = 1 + (draw(terms, count) if space == LINEAR else draw_log(terms, count, scratch))
+        starts[j - l] = l
+        j -= l
+
+
+@njit(cache=True)
 def _log_scores(seg):
     out = np.empty_like(seg)
     for i in range(seg.shape[0]):
@@ -217,17 +244,24 @@ def marginals(semiring, seg, marg):
     n, L = seg.shape
     alpha = np.empty(n + 1)
     inv_scale = np.empty(n + 1)
-    log_z, space, scores = _run_forward(semiring, seg, alpha, inv_scale)
+    log_z, space, scores = _run_forward(SUM if is_sampling(semiring) else semiring, seg, alpha, inv_scale)
     if not log_z > NEG_INF:
         marg[:, :] = 0.0
         return log_z
-    if semiring == MAX:
+    if semiring == MAX or is_sampling(semiring):
+        # the best segmentation's indicators, or the average indicators of `samples` drawn ones
         starts = np.empty(n, np.int64)
-        backtrack(space, scores, alpha, inv_scale, starts)
+        draws = sample_count(semiring) if is_sampling(semiring) else 1
+        share = 1.0 / draws
         marg[:, :] = 0.0
-        for i in range(n):
-            if starts[i] > 0:
-                marg[i, starts[i] - 1] = 1.0
+        for _ in range(draws):
+            if semiring == MAX:
+                backtrack(space, scores, alpha, inv_scale, starts)
+            else:
+                sample_starts(space, scores, alpha, inv_scale, starts)
+            for i in range(n):
+                if starts[i] > 0:
+                    marg[i, starts[i] - 1] += share
         return log_z
     backward(space, scores, alpha, inv_scale, marg)
     return log_z
@@ -245,4 +279,19 @@ def viterbi(seg, starts):
         starts[:] = 0
         return log_z
     backtrack(space, scores, alpha, inv_scale, starts)
+    return log_z
+
+
+@njit(cache=True)
+def sample(seg, starts):
+    """A segmentation drawn from the posterior, encoded as viterbi's; returns log Z (-inf, starts
+    all 0, when every segmentation scores 0)."""
+    n, L = seg.shape
+    alpha = np.empty(n + 1)
+    inv_scale = np.empty(n + 1)
+    log_z, space, scores = _run_forward(SUM, seg, alpha, inv_scale)
+    if not log_z > NEG_INF:
+        starts[:] = 0
+        return log_z
+    sample_starts(space, scores, alpha, inv_scale, starts)
     return log_z

@@ -26,10 +26,13 @@ a sentence of 40 symbols span far more than a double's range.
 
 Under max, `marginals` gives the 0/1 indicators of the best bracketing and its log score; an
 impossible sentence (every bracketing has probability 0) returns -inf and leaves them at 0.
+Sampling (emc/structures/sampling.py) runs the sum inside pass and draws top-down: node (i, j)
+splits at k with probability proportional to exp(cross[i, j, k] + inside[i, k] + inside[k, j]).
 """
 import numpy as np
 from numba import njit
 
+from emc.structures.sampling import draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
@@ -147,13 +150,36 @@ def best_bracketing(cross, inside_chart, n, constituent):
 
 
 @njit(cache=True)
+def sample_bracketing(cross, inside_chart, n, constituent, share):
+    """Add `share` to constituent[i, j] for every span of a bracketing drawn from the posterior,
+    given sum-semiring inside scores (each node's split drawn top-down)."""
+    stack = np.empty((2 * n + 2, 2), np.int64)
+    terms = np.empty(max(n, 1))
+    scratch = np.empty(max(n, 1))
+    stack[0, 0], stack[0, 1] = 0, n
+    top = 1
+    while top > 0:
+        top -= 1
+        i, j = stack[top, 0], stack[top, 1]
+        constituent[i, j] += share
+        if j - i < 2:
+            continue
+        for k in range(i + 1, j):
+            terms[k - i - 1] = cross[i, j, k] + inside_chart[i, k] + inside_chart[k, j]
+        split = i + 1 + draw_log(terms, j - i - 1, scratch)
+        stack[top, 0], stack[top, 1] = i, split
+        stack[top + 1, 0], stack[top + 1, 1] = split, j
+        top += 2
+
+
+@njit(cache=True)
 def marginals(semiring, score, n, constituent):
     """Under sum, constituent[i, j] = P(span (i, j) is a constituent) for every non-empty span;
     under max, the 0/1 indicators of the best bracketing. Returns log Z (the log best score under
     max), empty spans included; -inf (indicators all 0) when no bracketing is possible."""
     cross = crossing_scores(score, n)
     inside_chart = np.empty((n + 1, n + 1))
-    log_z = inside(semiring, score, cross, n, inside_chart)
+    log_z = inside(SUM if is_sampling(semiring) else semiring, score, cross, n, inside_chart)
     for i in range(n + 1):
         log_z += score[0, i, i]
     constituent[:, :] = 0.0
@@ -161,6 +187,11 @@ def marginals(semiring, score, n, constituent):
         return log_z
     if semiring == MAX:
         best_bracketing(cross, inside_chart, n, constituent)
+        return log_z
+    if is_sampling(semiring):  # the average indicators of `samples` drawn bracketings
+        draws = sample_count(semiring)
+        for _ in range(draws):
+            sample_bracketing(cross, inside_chart, n, constituent, 1.0 / draws)
         return log_z
     outside_chart = np.empty((n + 1, n + 1))
     outside(score, cross, inside_chart, n, outside_chart)
