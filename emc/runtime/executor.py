@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior
+from emc.runtime.kernels import batch_decode, batch_estep, batch_estep_grouped, batch_posterior
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.structures.semiring import SUM
@@ -61,8 +61,11 @@ class LocalExecutor:
         counts = np.zeros((len(bounds) - 1, p.layout.size))
         log_z = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_estep(p.model.module.estep_example, examples, bounds, np.ascontiguousarray(weights, np.float64),
-                    p.ints, p.array_bounds, p.meta, params.abi(), self.prepare(params), semiring, counts, log_z)
+        module = p.model.module
+        grouped = getattr(module, "estep_batch", None)
+        kernel, estep = (batch_estep_grouped, grouped) if grouped is not None else (batch_estep, module.estep_example)
+        kernel(estep, examples, bounds, np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
+               params.abi(), self.prepare(params), semiring, counts, log_z)
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
         return EStepResult(total, log_z)
 

@@ -8,8 +8,8 @@ is bit-identical to another with the same seed and thread count.
 import numpy as np
 from numba import njit, prange, types
 
-from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS,
-                             POSTERIOR_FUNCTION)
+from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_BATCH_FUNCTION, ESTEP_FUNCTION, INTS, LAYOUT, META,
+                             PARAMS, POSTERIOR_FUNCTION)
 
 I64 = types.int64[::1]
 F64 = types.float64[::1]
@@ -23,6 +23,17 @@ def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, de
         buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
         for q in range(bounds[c], bounds[c + 1]):
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
+
+
+@njit(types.void(ESTEP_BATCH_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
+                 types.float64[:, ::1], F64), cache=True, parallel=True)
+def batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts,
+                        log_z):
+    """batch_estep for a module with estep_batch: each chunk's examples in one call."""
+    for c in prange(counts.shape[0]):
+        buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
+        a, b = bounds[c], bounds[c + 1]
+        estep_batch(examples[a:b], ints, layout, meta, params, derived, semiring, weights[a:b], buffer, log_z[a:b])
 
 
 @njit(types.void(DECODE_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
