@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from emc.runtime.kernels import batch_decode, batch_estep, batch_estep_grouped, batch_posterior
+from emc.runtime import kernels
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.structures.semiring import SUM
@@ -63,7 +63,8 @@ class LocalExecutor:
         numba.set_num_threads(self.threads)
         module = p.model.module
         grouped = getattr(module, "estep_batch", None)
-        kernel, estep = (batch_estep_grouped, grouped) if grouped is not None else (batch_estep, module.estep_example)
+        kernel, estep = ((kernels.batch_estep_grouped, grouped) if grouped is not None else
+                         (kernels.batch_estep, module.estep_example))
         kernel(estep, examples, bounds, np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
                params.abi(), self.prepare(params), semiring, counts, log_z)
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
@@ -78,7 +79,7 @@ class LocalExecutor:
         out = np.zeros(offsets[-1], np.int32)
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+        kernels.batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
                      params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
 
@@ -91,6 +92,6 @@ class LocalExecutor:
         out = np.zeros(offsets[-1])
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+        kernels.batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
                         params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores

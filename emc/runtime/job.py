@@ -25,6 +25,10 @@ from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError, did_you_mean
 
+# A cold compile of specs/hmm.em on a 2-core machine shared with other work (bench/hmm_vs_hmmlearn.py's
+# cold line): the estimate the first run's notice gives.
+COMPILE_SECONDS = "30 to 60"
+
 
 @dataclass
 class Job:
@@ -164,7 +168,16 @@ class Runner:
         return executor
 
     def _warm_up(self, executor, problem: Problem) -> None:
+        from emc.runtime.compiled import is_compiled, mark_compiled
+
+        module = problem.model.module
+        first = not self.compiled and not is_compiled(module)
+        if first:
+            self.say(f"emc: compiling model {problem.model.name} for this machine, once per spec (usually "
+                     f"{COMPILE_SECONDS} s; later runs load it from the cache in about a second)")
         seconds = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+        if first:
+            mark_compiled(module)
         if not self.compiled:
             self.compiled = True
             self.say(f"emc: model {problem.model.name} compiled in {self.compile_seconds + seconds:.1f}s "

@@ -15,9 +15,7 @@ I64 = types.int64[::1]
 F64 = types.float64[::1]
 
 
-@njit(types.void(ESTEP_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
-                 types.float64[:, ::1], F64), cache=True, parallel=True)
-def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
+def _batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
     """Expected counts of examples[bounds[c]:bounds[c+1]] into counts[c]; log Z per example."""
     for c in prange(counts.shape[0]):
         buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
@@ -25,10 +23,8 @@ def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, de
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
 
 
-@njit(types.void(ESTEP_BATCH_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
-                 types.float64[:, ::1], F64), cache=True, parallel=True)
-def batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts,
-                        log_z):
+def _batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, semiring,
+                         counts, log_z):
     """batch_estep for a module with estep_batch: each chunk's examples in one call."""
     for c in prange(counts.shape[0]):
         buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
@@ -36,19 +32,37 @@ def batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, me
         estep_batch(examples[a:b], ints, layout, meta, params, derived, semiring, weights[a:b], buffer, log_z[a:b])
 
 
-@njit(types.void(DECODE_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
-      cache=True, parallel=True)
-def batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+def _batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
     """The best structure of each example into out[out_offsets[q]:out_offsets[q+1]]."""
     for q in prange(examples.shape[0]):
         scores[q] = decode(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
 
 
-@njit(types.void(POSTERIOR_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, F64, F64),
-      cache=True, parallel=True)
-def batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+def _batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
     for q in prange(examples.shape[0]):
         scores[q] = posterior(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
+
+
+# name -> (loop, its signature): see __getattr__
+_ESTEP_ARGUMENTS = (I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64[:, ::1], F64)
+_OUT_ARGUMENTS = (I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED)
+_KERNELS = {
+    "batch_estep": (_batch_estep, types.void(ESTEP_FUNCTION, *_ESTEP_ARGUMENTS)),
+    "batch_estep_grouped": (_batch_estep_grouped, types.void(ESTEP_BATCH_FUNCTION, *_ESTEP_ARGUMENTS)),
+    "batch_decode": (_batch_decode, types.void(DECODE_FUNCTION, *_OUT_ARGUMENTS, types.int32[::1], F64)),
+    "batch_posterior": (_batch_posterior, types.void(POSTERIOR_FUNCTION, *_OUT_ARGUMENTS, F64, F64)),
+}
+
+def __getattr__(name: str):
+    """A parallel loop is compiled, or loaded from numba's cache, on first use rather than at
+    import: a command pays only for the loops it runs (each costs seconds to compile and ~0.3 s
+    to load from the cache). The compiled loop then replaces this lookup."""
+    if name not in _KERNELS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loop, signature = _KERNELS[name]
+    compiled = njit(signature, cache=True, parallel=True)(loop)
+    globals()[name] = compiled
+    return compiled
 
 
 @njit(cache=True)
