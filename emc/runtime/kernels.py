@@ -53,17 +53,23 @@ _KERNELS = {
     "batch_posterior": (_batch_posterior, types.void(POSTERIOR_FUNCTION, *_OUT_ARGUMENTS, F64, F64)),
 }
 
-def __getattr__(name: str):
-    """A parallel loop is compiled, or loaded from numba's cache, on first use rather than at
-    import: a command pays only for the loops it runs (each costs seconds to compile and ~0.3 s
-    to load from the cache). The compiled loop then replaces this lookup."""
-    if name not in _KERNELS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loop, signature = _KERNELS[name]
-    compiled = njit(signature, cache=True, parallel=True)(loop)
-    globals()[name] = compiled
-    return compiled
 
+def compile_on_first_use(namespace: dict, loops: dict, **options):
+    """A module __getattr__ under which loops[name] = (function, signature) is compiled, or loaded
+    from numba's cache, on first use rather than at import: a command pays only for the loops it
+    runs (a parallel loop costs seconds to compile, ~0.3 s to load from the cache). The compiled
+    loop then replaces the lookup in `namespace`."""
+    def __getattr__(name: str):
+        if name not in loops:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        function, signature = loops[name]
+        compiled = njit(signature, cache=True, **options)(function)
+        namespace[name] = compiled
+        return compiled
+    return __getattr__
+
+
+__getattr__ = compile_on_first_use(globals(), _KERNELS, parallel=True)
 
 @njit(cache=True)
 def grow(values, size):
