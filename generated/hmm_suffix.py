@@ -253,7 +253,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights
             lengths[q] = 0
         else:
             batched += 1
-    order = np.argsort(-lengths, kind="mergesort")[:batched]
+    order = dp.longest_first(lengths, batched)
     edge_marg = np.zeros((K, K))
     for first in range(0, batched, BATCH):
         group = order[first:first + BATCH]
@@ -264,8 +264,10 @@ def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights
         node = np.empty((start[-1], K))
         for b in range(size):
             scores = _emission_scores(examples[group[b]], ints, layout, meta, params)
+            # element loops: the shape check of a slice copy costs seconds of compiling
             for t in range(group_lengths[b]):
-                node[start[t] + b, :] = scores[t]
+                for k in range(K):
+                    node[start[t] + b, k] = scores[t, k]
         marg = np.empty((start[-1], K))
         group_log_z = np.empty(size)
         dp.marginals_batch(group_lengths, node, trans, initial, final, group_weights, marg, edge_marg, group_log_z)
@@ -274,7 +276,8 @@ def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights
             if group_log_z[b] > -np.inf:
                 node_marg = np.empty((group_lengths[b], K))
                 for t in range(group_lengths[b]):
-                    node_marg[t, :] = marg[start[t] + b]
+                    for k in range(K):
+                        node_marg[t, k] = marg[start[t] + b, k]
                 _add_node_counts(examples[group[b]], ints, layout, meta, node_marg, group_weights[b], counts)
     _add_edge_counts(meta, edge_marg, 1.0, counts)
 

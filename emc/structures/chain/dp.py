@@ -147,12 +147,35 @@ def batch_layout(lengths):
     start[t] = the first row of position t (start[T] = the number of rows)."""
     T = lengths[0]
     active = np.zeros(T + 1, np.int64)
-    for b in range(lengths.shape[0]):
-        active[:lengths[b]] += 1
+    for b in range(lengths.shape[0]):  # loops, not slices: a slice's shape checks cost 2 s of compiling
+        for t in range(lengths[b]):
+            active[t] += 1
     start = np.zeros(T + 1, np.int64)
     for t in range(T):
         start[t + 1] = start[t] + active[t]
     return active, start
+
+
+@njit(cache=True)
+def longest_first(lengths, count):
+    """The indices q with lengths[q] > 0, longest first (ties in index order): a counting sort, as
+    lengths are small; `count` is how many there are."""
+    most = 0
+    for q in range(lengths.shape[0]):
+        most = max(most, lengths[q])
+    at = np.zeros(most + 2, np.int64)  # at[most - n + 1]: where length n starts, longest first
+    for q in range(lengths.shape[0]):
+        if lengths[q] > 0:
+            at[most - lengths[q] + 1] += 1
+    for n in range(1, most + 2):
+        at[n] += at[n - 1]
+    order = np.empty(count, np.int64)
+    for q in range(lengths.shape[0]):
+        if lengths[q] > 0:
+            slot = most - lengths[q]
+            order[at[slot]] = q
+            at[slot] += 1
+    return order
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -176,7 +199,8 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             np.dot(alpha[start[t - 1]:start[t - 1] + active[t]], trans, scratch[:active[t]])
         else:
             for b in range(B):
-                scratch[b, :] = initial
+                for k in range(K):
+                    scratch[b, k] = initial[k]
         for b in range(active[t]):
             c = 0.0
             for k in range(K):
