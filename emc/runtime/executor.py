@@ -44,11 +44,14 @@ class LocalExecutor:
         self.lengths = problem.corpus.lengths()
 
     def warm_up(self, params: ParamState) -> float:
-        """Compile (or load from numba's cache) the model's E-step and decoder; the seconds taken."""
+        """Compile (or load from numba's cache) the model's E-step, and its decoder when the data
+        has gold annotations to evaluate against; the seconds taken. Without them a fit may never
+        decode (a compile of seconds saved): the decoder then compiles on first use."""
         t0 = time.perf_counter()
         one = np.zeros(1, np.int64)
         self.estep(params, one, SUM, np.ones(1))
-        self.decode(params, one)
+        if self.problem.corpus.gold:
+            self.decode(params, one)
         return time.perf_counter() - t0
 
     def prepare(self, params: ParamState) -> np.ndarray:
