@@ -25,9 +25,9 @@ from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError, did_you_mean
 
-# A cold compile of specs/hmm.em on a 2-core machine shared with other work (bench/hmm_vs_hmmlearn.py's
-# cold line): the estimate the first run's notice gives.
-COMPILE_SECONDS = "30 to 60"
+# The first run's estimate: a cold compile of specs/hmm.em took 20 s on a 2-core machine, 60 s with
+# the machine shared by other work (bench/hmm_vs_hmmlearn.py's cold line).
+COMPILE_SECONDS = "20 to 60"
 
 
 @dataclass
