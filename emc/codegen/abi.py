@@ -18,6 +18,13 @@ Every generated module exports, with exactly these numba signatures:
     posterior_example(ex, ints, layout, meta, params, derived, out) -> float64
         Posterior part marginals, written into `out` in the structure's encoding; returns log Z.
 
+and may export
+
+    estep_batch(examples, ints, layout, meta, params, derived, semiring, weights, counts, log_z)
+        estep_example for each examples[q] with weights[q], log Z into log_z[q], all into the one
+        `counts`: a structure whose DP runs faster over many examples at once (the chain's, as
+        matrix products) does so here. The batch E-step uses it when present.
+
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
 offsets) as `meta`. Because the signature is fixed, the runtime's loops over examples (batch,
@@ -52,12 +59,15 @@ PREPARE_SIGNATURE = DERIVED(META, PARAMS)
 ESTEP_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64, COUNTS)
 DECODE_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1])
 POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1])
+ESTEP_BATCH_SIGNATURE = types.void(types.int64[::1], INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
+                                   types.float64[::1], COUNTS, types.float64[::1])
 
 PREPARE_FUNCTION = types.FunctionType(PREPARE_SIGNATURE)
 ESTEP_FUNCTION = types.FunctionType(ESTEP_SIGNATURE)
 DECODE_FUNCTION = types.FunctionType(DECODE_SIGNATURE)
 SAMPLE_FUNCTION = DECODE_FUNCTION  # sample_example has decode_example's signature
 POSTERIOR_FUNCTION = types.FunctionType(POSTERIOR_SIGNATURE)
+ESTEP_BATCH_FUNCTION = types.FunctionType(ESTEP_BATCH_SIGNATURE)
 
 # Meta slots of a table: where its entries and rows start, and its shape.
 TABLE_OFFSET, TABLE_ROW_OFFSET, TABLE_ROWS, TABLE_OUTCOMES, TABLE_INDEX = range(5)

@@ -71,3 +71,20 @@ def load_source(name: str, source: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _marker(module: ModuleType) -> Path:
+    return Path(module.__file__).with_suffix(".compiled")
+
+
+def is_compiled(module: ModuleType) -> bool:
+    """Whether a run on this machine has already compiled this generated module (and numba cached
+    it), so that loading it takes a second rather than a compile."""
+    return _marker(module).exists()
+
+
+def mark_compiled(module: ModuleType) -> None:
+    try:
+        _marker(module).touch()
+    except OSError:  # a read-only cache only costs the notice being shown again
+        pass

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from emc.runtime.kernels import batch_decode, batch_estep, batch_posterior, batch_sample
+from emc.runtime import kernels
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.structures.sampling import SEED_SPACE
@@ -45,11 +45,14 @@ class LocalExecutor:
         self.lengths = problem.corpus.lengths()
 
     def warm_up(self, params: ParamState) -> float:
-        """Compile (or load from numba's cache) the model's E-step and decoder; the seconds taken."""
+        """Compile (or load from numba's cache) the model's E-step, and its decoder when the data
+        has gold annotations to evaluate against; the seconds taken. Without them a fit may never
+        decode (a compile of seconds saved): the decoder then compiles on first use."""
         t0 = time.perf_counter()
         one = np.zeros(1, np.int64)
         self.estep(params, one, SUM, np.ones(1))
-        self.decode(params, one)
+        if self.problem.corpus.gold:
+            self.decode(params, one)
         return time.perf_counter() - t0
 
     def prepare(self, params: ParamState) -> np.ndarray:
@@ -62,8 +65,13 @@ class LocalExecutor:
         counts = np.zeros((len(bounds) - 1, p.layout.size))
         log_z = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_estep(p.model.module.estep_example, examples, bounds, np.ascontiguousarray(weights, np.float64),
-                    p.ints, p.array_bounds, p.meta, params.abi(), self.prepare(params), semiring, counts, log_z)
+        module = p.model.module
+        # the batched E-step serves posteriors only: samples are seeded per example by batch_estep
+        grouped = getattr(module, "estep_batch", None) if semiring == SUM else None
+        kernel, estep = ((kernels.batch_estep_grouped, grouped) if grouped is not None else
+                         (kernels.batch_estep, module.estep_example))
+        kernel(estep, examples, bounds, np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
+               params.abi(), self.prepare(params), semiring, counts, log_z)
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
         return EStepResult(total, log_z)
 
@@ -76,7 +84,7 @@ class LocalExecutor:
         out = np.zeros(offsets[-1], np.int32)
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+        kernels.batch_decode(p.model.module.decode_example, examples, offsets, p.ints, p.array_bounds, p.meta,
                      params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
 
@@ -92,7 +100,7 @@ class LocalExecutor:
         out = np.zeros(offsets[-1], np.int32)
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_sample(p.model.module.sample_example, examples, bases, offsets, p.ints, p.array_bounds, p.meta,
+        kernels.batch_sample(p.model.module.sample_example, examples, bases, offsets, p.ints, p.array_bounds, p.meta,
                      params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores
 
@@ -105,6 +113,6 @@ class LocalExecutor:
         out = np.zeros(offsets[-1])
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
-        batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
+        kernels.batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
                         params.abi(), self.prepare(params), out, scores)
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores

@@ -8,17 +8,15 @@ is bit-identical to another with the same seed and thread count.
 import numpy as np
 from numba import njit, prange, types
 
-from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS,
-                             POSTERIOR_FUNCTION, SAMPLE_FUNCTION)
+from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_BATCH_FUNCTION, ESTEP_FUNCTION, INTS, LAYOUT, META,
+                             PARAMS, POSTERIOR_FUNCTION, SAMPLE_FUNCTION)
 from emc.structures.sampling import is_sampling, reseed, sample_base
 
 I64 = types.int64[::1]
 F64 = types.float64[::1]
 
 
-@njit(types.void(ESTEP_FUNCTION, I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
-                 types.float64[:, ::1], F64), cache=True, parallel=True)
-def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
+def _batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, derived, semiring, counts, log_z):
     """Expected counts of examples[bounds[c]:bounds[c+1]] into counts[c]; log Z per example. A
     sampling request seeds each example's draws by its index (emc/structures/sampling.py)."""
     for c in prange(counts.shape[0]):
@@ -29,17 +27,22 @@ def batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, de
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
 
 
-@njit(types.void(DECODE_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
-      cache=True, parallel=True)
-def batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+def _batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, semiring,
+                         counts, log_z):
+    """batch_estep for a module with estep_batch: each chunk's examples in one call."""
+    for c in prange(counts.shape[0]):
+        buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
+        a, b = bounds[c], bounds[c + 1]
+        estep_batch(examples[a:b], ints, layout, meta, params, derived, semiring, weights[a:b], buffer, log_z[a:b])
+
+
+def _batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
     """The best structure of each example into out[out_offsets[q]:out_offsets[q+1]]."""
     for q in prange(examples.shape[0]):
         scores[q] = decode(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
 
 
-@njit(types.void(SAMPLE_FUNCTION, I64, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1], F64),
-      cache=True, parallel=True)
-def batch_sample(sample, examples, bases, out_offsets, ints, layout, meta, params, derived, out, scores):
+def _batch_sample(sample, examples, bases, out_offsets, ints, layout, meta, params, derived, out, scores):
     """A posterior draw of each example into out[out_offsets[q]:out_offsets[q+1]], seeded by
     (bases[q], examples[q]) as a sampling E-step seeds it (emc/structures/sampling.py)."""
     for q in prange(examples.shape[0]):
@@ -47,8 +50,36 @@ def batch_sample(sample, examples, bases, out_offsets, ints, layout, meta, param
         scores[q] = sample(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
 
 
-@njit(types.void(POSTERIOR_FUNCTION, I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED, F64, F64),
-      cache=True, parallel=True)
-def batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
+def _batch_posterior(posterior, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
     for q in prange(examples.shape[0]):
         scores[q] = posterior(examples[q], ints, layout, meta, params, derived, out[out_offsets[q]:out_offsets[q + 1]])
+
+
+# name -> (loop, its signature): see __getattr__
+_ESTEP_ARGUMENTS = (I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64[:, ::1], F64)
+_OUT_ARGUMENTS = (I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED)
+_KERNELS = {
+    "batch_estep": (_batch_estep, types.void(ESTEP_FUNCTION, *_ESTEP_ARGUMENTS)),
+    "batch_estep_grouped": (_batch_estep_grouped, types.void(ESTEP_BATCH_FUNCTION, *_ESTEP_ARGUMENTS)),
+    "batch_decode": (_batch_decode, types.void(DECODE_FUNCTION, *_OUT_ARGUMENTS, types.int32[::1], F64)),
+    "batch_posterior": (_batch_posterior, types.void(POSTERIOR_FUNCTION, *_OUT_ARGUMENTS, F64, F64)),
+    "batch_sample": (_batch_sample, types.void(SAMPLE_FUNCTION, I64, *_OUT_ARGUMENTS, types.int32[::1], F64)),
+}
+
+
+def compile_on_first_use(namespace: dict, loops: dict, **options):
+    """A module __getattr__ under which loops[name] = (function, signature) is compiled, or loaded
+    from numba's cache, on first use rather than at import: a command pays only for the loops it
+    runs (a parallel loop costs seconds to compile, ~0.3 s to load from the cache). The compiled
+    loop then replaces the lookup in `namespace`."""
+    def __getattr__(name: str):
+        if name not in loops:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        function, signature = loops[name]
+        compiled = njit(signature, cache=True, **options)(function)
+        namespace[name] = compiled
+        return compiled
+    return __getattr__
+
+
+__getattr__ = compile_on_first_use(globals(), _KERNELS, parallel=True)

@@ -30,6 +30,7 @@ sum of the kept statistics, with that mass kept under the other example.
 from numba import njit, types
 
 from emc.codegen.abi import COUNTS, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
+from emc.runtime.kernels import compile_on_first_use
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
 
@@ -38,6 +39,9 @@ F64 = types.float64[::1]
 
 # Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW].
 RESCALE_BELOW = 1e-100
+# The compiled pass reads this copy: it compiles on first use, and numba freezes a global's value
+# into its on-disk cache, so a caller that patches RESCALE_BELOW must not reach it.
+_RESCALE_BELOW = RESCALE_BELOW
 
 
 @njit(cache=True)
@@ -50,11 +54,8 @@ def _rescale(theta, row_total, scale):
     scale[0] = 1.0
 
 
-@njit(types.Tuple((types.float64, types.int64))(
-    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META,
-    PARAMS, I64, COUNTS, F64), cache=True)
-def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, layout, meta, params, row_of,
-                  buffer, log_z):
+def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, layout, meta, params, row_of,
+                   buffer, log_z):
     """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far)."""
     theta, row_total, _, _, scale = params
     counts, mark, touched = buffer
@@ -78,7 +79,7 @@ def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, la
             counts[i] = 0.0
             mark[i] = 0
         k += 1
-        if scale[0] < RESCALE_BELOW or scale[0] > 1.0 / RESCALE_BELOW:
+        if scale[0] < _RESCALE_BELOW or scale[0] > 1.0 / _RESCALE_BELOW:
             _rescale(theta, row_total, scale)
     return total, k
 
@@ -89,10 +90,8 @@ def stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, la
 RUNS = types.Tuple((I64, I64, I64, I64, I64, F64))
 
 
-@njit(types.float64(PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS,
-                    F64, RUNS), cache=True)
-def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, untracked, log_z,
-                            pool):
+def _incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, untracked, log_z,
+                             pool):
     """One pass, one example at a time, over examples listed before: mu <- mu - s_e + s_e', walking
     e's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
@@ -120,11 +119,8 @@ def incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, 
     return total
 
 
-@njit(types.Tuple((types.float64, RUNS))(
-    PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS,
-    I64), cache=True)
-def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
-                             listed, relisted, fill):
+def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
+                              listed, relisted, fill):
     """One pass like incremental_replay_pass with the tracked E-step: each example's statistics
     leave `listed` (its old runs, if any) and are appended to `relisted` as new runs holding
     every entry it writes now or held before. fill = (runs, values) used in `relisted`.
@@ -180,3 +176,17 @@ def incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta,
         last_run[ex] = runs
         fill[0], fill[1] = runs, values
     return total, (first_run, last_run, first_value, run_cell, run_length, pool_value)
+
+
+# name -> (pass, its signature), compiled on first use (kernels.compile_on_first_use): a batch fit
+# never compiles or loads them
+_PASSES = {
+    "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
+        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META,
+        PARAMS, I64, COUNTS, F64)),
+    "incremental_replay_pass": (_incremental_replay_pass, types.float64(
+        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS)),
+    "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
+        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS, I64)),
+}
+__getattr__ = compile_on_first_use(globals(), _PASSES)

@@ -26,7 +26,9 @@ def _parser() -> Lark:
         grammar = resources.files("emc.grammars").joinpath("em.lark").read_text(encoding="utf-8")
     except ModuleNotFoundError:  # run from a source checkout (python -m emc.cli in the repo), not installed
         grammar = (Path(__file__).resolve().parents[2] / "grammars" / "em.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    # cache=True: lark keeps the built LALR tables in the temp folder (keyed by grammar and options),
+    # so a command starts without rebuilding them (~0.4 s)
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
 def _pos(meta) -> ir.Pos:

@@ -1,4 +1,4 @@
-"""How `emc fit` and `emc decode` run alignment models (the data module's fit_mode / decode_mode).
+"""How `emc fit` and `emc decode` run alignment models (chosen by emc/runtime/modes/dispatch.py).
 
 Fitting trains both directions by default: RUN holds source->target, RUN/reverse the same spec
 trained target->source (the bitext read swapped), each an ordinary saved run. `--agree` trains
@@ -26,13 +26,15 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun, load_run
 from emc.spec.errors import EmcError
-from emc.runtime.modes import agreement
 from emc.structures.alignment import REVERSE
 from emc.structures.alignment.symmetrize import symmetrize
 
 
 def fit_mode(options: dict[str, Any]) -> Callable | None:
     if options.get("agree"):
+        # imported where used: its compiled loop loads at import, which every emc command paid
+        from emc.runtime.modes import agreement
+
         return agreement.fit_jointly
     if options.get("forward_only") or options.get("reverse"):
         return None
@@ -81,6 +83,8 @@ class _Direction:
         return [self._oriented(decoded_links(d)) for d in decoded]
 
     def posteriors(self) -> list[np.ndarray]:
+        from emc.runtime.modes import agreement
+
         return agreement.Direction(self.problem, self.executor).posteriors(self.params, self.examples)[0]
 
     def thresholded(self, threshold: float) -> list[set[tuple[int, int]]]:
@@ -110,6 +114,8 @@ def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> 
     if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
         forward, reverse = _Direction(saved, path, options), _Direction(_reverse_run(saved), path, options)
         f_null = int(forward.problem.args["null"])
+        from emc.runtime.modes import agreement
+
         level = agreement.THRESHOLD if threshold is None else threshold
         links = [agreement.agreed_links(agreement.product_posteriors(f, r, f_null), level)
                  for f, r in zip(forward.posteriors(), reverse.posteriors())]

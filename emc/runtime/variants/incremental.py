@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.state import FitState, check_log_z
-from emc.runtime.online import incremental_listing_pass, incremental_replay_pass
+from emc.runtime import online
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
@@ -60,11 +60,12 @@ class Incremental(Variant):
             common = (module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
                       state.params.abi())
             if listing:
-                done, grown = incremental_listing_pass(*common, p.layout.row_of, (counts, mark, touched), log_z,
-                                                       _pool(x), _pool(x, relisted), fill)
+                done, grown = online.incremental_listing_pass(*common, p.layout.row_of, (counts, mark, touched),
+                                                              log_z, _pool(x), _pool(x, relisted), fill)
                 relisted = dict(zip(RUN_ARRAYS, grown[3:]))
             else:
-                done = incremental_replay_pass(*common, p.layout.row_of, (counts, mark, touched[:0]), log_z, _pool(x))
+                done = online.incremental_replay_pass(*common, p.layout.row_of, (counts, mark, touched[:0]), log_z,
+                                                      _pool(x))
             check_log_z(p, part, log_z)
             total += done
         if listing:

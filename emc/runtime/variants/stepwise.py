@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.state import FitState, check_log_z
-from emc.runtime.online import RESCALE_BELOW, stepwise_pass
+from emc.runtime import online
+from emc.runtime.online import RESCALE_BELOW
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
@@ -46,9 +47,10 @@ class Stepwise(Variant):
         total, updates = 0.0, state.extra["updates"]
         for _, part in self.slices(order, self.settings.batch_size):
             log_z = np.empty(len(part))
-            done, updates = stepwise_pass(module.prepare, module.estep_example, part, self.settings.batch_size,
-                                          updates, self.settings.alpha, self.weights, p.ints, p.array_bounds,
-                                          p.meta, state.params.abi(), p.layout.row_of, buffer, log_z)
+            done, updates = online.stepwise_pass(module.prepare, module.estep_example, part,
+                                                 self.settings.batch_size, updates, self.settings.alpha, self.weights,
+                                                 p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
+                                                 buffer, log_z)
             check_log_z(p, part, log_z)
             total += done
         state.extra["updates"] = updates

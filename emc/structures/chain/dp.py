@@ -155,6 +155,133 @@ def sample_path(node, trans, final, alpha, path):
         path[t - 1] = draw(weights, K)
 
 
+# --- order 1, all states, many sequences at once (sum only) -----------------------------------
+# The same recursions as `forward`/`backward`/`edge_counts`, run for a batch of sequences together
+# so that each position costs one (sequences x K) @ (K x K) matrix product through BLAS instead of
+# one vector-matrix product per sequence (2x the speed at K = 45). Sequences are sorted longest
+# first and stored position-major: the rows of position t are start[t] .. start[t] + active[t],
+# row start[t] + b belonging to sequence b, so the sequences still running at t are a prefix.
+
+@njit(cache=True)
+def batch_layout(lengths):
+    """active[t] = how many of the (longest-first, non-empty) sequences reach position t;
+    start[t] = the first row of position t (start[T] = the number of rows)."""
+    T = lengths[0]
+    active = np.zeros(T + 1, np.int64)
+    for b in range(lengths.shape[0]):  # loops, not slices: a slice's shape checks cost 2 s of compiling
+        for t in range(lengths[b]):
+            active[t] += 1
+    start = np.zeros(T + 1, np.int64)
+    for t in range(T):
+        start[t + 1] = start[t] + active[t]
+    return active, start
+
+
+@njit(cache=True)
+def longest_first(lengths, count):
+    """The indices q with lengths[q] > 0, longest first (ties in index order): a counting sort, as
+    lengths are small; `count` is how many there are."""
+    most = 0
+    for q in range(lengths.shape[0]):
+        most = max(most, lengths[q])
+    at = np.zeros(most + 2, np.int64)  # at[most - n + 1]: where length n starts, longest first
+    for q in range(lengths.shape[0]):
+        if lengths[q] > 0:
+            at[most - lengths[q] + 1] += 1
+    for n in range(1, most + 2):
+        at[n] += at[n - 1]
+    order = np.empty(count, np.int64)
+    for q in range(lengths.shape[0]):
+        if lengths[q] > 0:
+            slot = most - lengths[q]
+            order[at[slot]] = q
+            at[slot] += 1
+    return order
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_marg, log_z):
+    """Sum-semiring marginals of a batch: marg[row, k] = P(z_t = k) in the layout of batch_layout;
+    edge_marg[j, k] += sum_b weights[b] E_b[#(j -> k)]; log_z[b] = log Z of sequence b (-inf when
+    impossible: its marginals are then zero and it adds nothing). `node` is overwritten (it holds
+    the backward messages' weights w afterwards)."""
+    B = lengths.shape[0]
+    K = trans.shape[0]
+    T = lengths[0]
+    active, start = batch_layout(lengths)
+    alpha = marg  # alpha becomes the marginals in place, position by position on the way back
+    inv = np.empty(start[T])
+    scratch = np.empty((B, K))
+    beta = np.empty((B, K))
+    log_z[:] = 0.0
+    for t in range(T):
+        r = start[t]
+        if t > 0:
+            np.dot(alpha[start[t - 1]:start[t - 1] + active[t]], trans, scratch[:active[t]])
+        else:
+            for b in range(B):
+                for k in range(K):
+                    scratch[b, k] = initial[k]
+        for b in range(active[t]):
+            c = 0.0
+            for k in range(K):
+                v = scratch[b, k] * node[r + b, k]
+                alpha[r + b, k] = v
+                c += v
+            # an impossible sequence keeps zeros from here on (as `forward` returns -inf)
+            i = 0.0
+            if c > 0.0:
+                i = 1.0 / c
+                log_z[b] += np.log(c)
+            else:
+                log_z[b] = NEG_INF
+            inv[r + b] = i
+            for k in range(K):
+                alpha[r + b, k] *= i
+    inv_end = np.empty(B)
+    for b in range(B):
+        row = start[lengths[b] - 1] + b
+        c = 0.0
+        for k in range(K):
+            c += alpha[row, k] * final[k]
+        inv_end[b] = 0.0
+        if c > 0.0 and log_z[b] > NEG_INF:
+            inv_end[b] = 1.0 / c
+            log_z[b] += np.log(c)
+        else:
+            log_z[b] = NEG_INF
+    raw = np.zeros((K, K))
+    part = np.empty((K, K))
+    trans_t = np.ascontiguousarray(trans.T)
+    for t in range(T - 1, -1, -1):
+        r = start[t]
+        going_on = active[t + 1]  # sequences that continue to t + 1 (the others end at t)
+        if going_on > 0:
+            r1 = start[t + 1]
+            w_next = node[r1:r1 + going_on]
+            np.dot(w_next, trans_t, beta[:going_on])
+            for b in range(going_on):
+                for k in range(K):
+                    scratch[b, k] = alpha[r + b, k] * weights[b]
+            np.dot(scratch[:going_on].T, w_next, part)
+            raw += part
+        for b in range(going_on, active[t]):
+            for k in range(K):
+                beta[b, k] = final[k] * inv_end[b]
+        for b in range(active[t]):
+            if log_z[b] == NEG_INF:  # zeros, even against infinite or NaN scores
+                alpha[r + b, :] = 0.0
+                node[r + b, :] = 0.0
+                continue
+            i = inv[r + b]
+            for k in range(K):
+                alpha[r + b, k] *= beta[b, k]
+                node[r + b, k] *= beta[b, k] * i
+    for j in range(K):
+        for k in range(K):
+            edge_marg[j, k] += raw[j, k] * trans[j, k]
+
+
 # --- order 1, allowed states per position -------------------------------------------------------
 
 @njit(cache=True, fastmath=FASTMATH)
