@@ -116,7 +116,40 @@ def binary_trees(i: int, j: int):
                 yield left | right | {(i, j)}
 
 
+def labeled_trees(i: int, j: int, labels: int):
+    """Every binary tree over [i, j) whose nodes carry one of `labels` labels, as a dict
+    (start, end) -> (label, split), split 0 for a single symbol."""
+    for a in range(labels):
+        if j - i == 1:
+            yield {(i, j): (a, 0)}
+            continue
+        for k in range(i + 1, j):
+            for left in labeled_trees(i, k, labels):
+                for right in labeled_trees(k, j, labels):
+                    yield {**left, **right, (i, j): (a, k)}
+
+
+def pcfg_structures(problem: Problem, example: int):
+    """Every labeled binary tree: its root, each binary node's rewrite and each preterminal."""
+    b = problem.model.checked.binding
+    t, x = b.latent, b.observed["x"]
+    tokens = token_ids(problem, x, example, x)
+    n = len(tokens)
+    for tree in labeled_trees(0, n, problem.args["labels"]):
+        parts = [("root", {f"{t}.root": tree[(0, n)][0]})]
+        for (i, j), (a, k) in tree.items():
+            if j - i == 1:
+                parts.append(("emit", dict(tokens[i], **{f"{t}.label": a})))
+            else:
+                parts.append(("rule", {f"{t}.label": a, f"{t}.left_label": tree[(i, k)][0],
+                                       f"{t}.right_label": tree[(k, j)][0]}))
+        yield firings(problem, parts), tree
+
+
 def spantree_structures(problem: Problem, example: int):
+    if problem.args.get("labels"):
+        yield from pcfg_structures(problem, example)
+        return
     b = problem.model.checked.binding
     t, x = b.latent, b.observed["x"]
     symbols = problem.corpus.fields[x].tokens(example)
@@ -206,6 +239,8 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return int(decoded[0])
     if name == "alignment":  # a source position per target word, NULL = -1
         return tuple(int(i) for i in decoded)
+    if name == "spantree" and problem.args.get("labels"):  # nodes (start, end, label, split)
+        return problem.model.data.decoded_nodes(decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included
         n = int(problem.corpus.lengths()[example])
         return frozenset(problem.model.data.decoded_spans(decoded, n))

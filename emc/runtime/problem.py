@@ -42,7 +42,7 @@ class Model:
 
     @property
     def data(self) -> ModuleType:
-        return data_for(self.checked.structure.name)
+        return data_for(self.checked.structure.name, self.checked.binding)
 
     @property
     def name(self) -> str:

@@ -31,6 +31,7 @@ class ArgSpec:
     low: float | None = None
     high: float | None = None
     choices: tuple[Any, ...] | None = None
+    listed_values: tuple[Any, ...] = ()  # other values whose attributes `emc structures` lists (labels=10)
 
     def describe(self) -> str:
         if self.choices:
@@ -117,6 +118,9 @@ class Structure:
     # table_space(binding, attribute, slot, is_outcome) -> the space of a table axis; lets a
     # structure add its boundary symbols (a chain's START row and STOP outcome).
     table_space: Callable[[Binding, Attribute, str, bool], str] = lambda b, a, s, o: a.space
+    # package(binding) -> the package under emc/structures/ holding the codegen and data modules
+    # for this binding, when a setting makes it a different model (spantree with labels=K: pcfg)
+    package: Callable[[Binding], str] | None = None
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

@@ -5,7 +5,7 @@ import importlib
 from types import ModuleType
 
 from emc.structures.alignment import ALIGNMENT
-from emc.structures.base import Structure
+from emc.structures.base import Binding, Structure
 from emc.structures.chain import CHAIN
 from emc.structures.label import LABEL
 from emc.structures.segmentation import SEGMENTATION
@@ -14,13 +14,23 @@ from emc.structures.spantree import SPANTREE
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL)}
 
 
-def codegen_for(name: str) -> ModuleType:
+def _package(name: str, binding: Binding | None) -> str:
+    """The package holding the structure's code: its own, or the one its binding's settings
+    select (Structure.package)."""
+    structure = STRUCTURES.get(name)
+    if binding is not None and structure is not None and structure.package is not None:
+        return structure.package(binding)
+    return name
+
+
+def codegen_for(name: str, binding: Binding | None = None) -> ModuleType:
     """The structure's code-generation descriptor (emc/structures/NAME/codegen.py): its template,
     its packed arrays, and how the glue names each attribute inside a slot's loops."""
-    return importlib.import_module(f"emc.structures.{name}.codegen")
+    return importlib.import_module(f"emc.structures.{_package(name, binding)}.codegen")
 
 
-def data_for(name: str) -> ModuleType:
+def data_for(name: str, binding: Binding | None = None) -> ModuleType:
     """The structure's data module (emc/structures/NAME/data.py): packing a corpus into arrays,
-    reading decoded structures back, and the task's output format."""
-    return importlib.import_module(f"emc.structures.{name}.data")
+    reading decoded structures back, and the task's output format. Without a binding, the
+    structure's own package (its formats and options)."""
+    return importlib.import_module(f"emc.structures.{_package(name, binding)}.data")
