@@ -22,6 +22,7 @@ from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
 from emc.runtime.variants.online_state import start_mass
+from emc.structures.label import field_slots
 from emc.structures.semiring import SUM
 
 Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
@@ -170,10 +171,12 @@ def spantree_structures(problem: Problem, example: int):
 def label_structures(problem: Problem, example: int, allowed: Iterable[int] | None = None):
     """Every class (with `allowed`, only those classes)."""
     b = problem.model.checked.binding
-    c, d = b.latent, b.observed["x"]
-    tokens = token_ids(problem, d, example, d)
+    c = b.latent
+    fields = field_slots(b)  # observed variable -> its token slot (several with label(v, n, ...))
+    tokens = {d: token_ids(problem, d, example, d) for d in fields}
     for label in range(problem.args["classes"]) if allowed is None else allowed:
-        parts = [("example", {c: label})] + [("token", dict(values, **{c: label})) for values in tokens]
+        parts = [("example", {c: label})] + [(fields[d], dict(values, **{c: label}))
+                                             for d in fields for values in tokens[d]]
         yield firings(problem, parts), label
 
 

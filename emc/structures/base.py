@@ -121,6 +121,8 @@ class Structure:
     # package(binding) -> the package under emc/structures/ holding the codegen and data modules
     # for this binding, when a setting makes it a different model (spantree with labels=K: pcfg)
     package: Callable[[Binding], str] | None = None
+    # up to this many more observed variables may follow, bound as roles x2, x3, ... (label(v, n, classes=K))
+    extra_observed: int = 0
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:
