@@ -17,7 +17,9 @@ DP_COST = {
                      lambda args: f"O(n L) per utterance of n symbols, L = maxlen = {args['maxlen']}"),
     "alignment": ("per-target-word posteriors over source positions (a chain over them with jump=yes)",
                   lambda args: "O(m l) per pair" + (" (O(m l^2) with jumps)" if args.get("jump") else "")),
-    "spantree": ("inside-outside over binary bracketings", lambda args: "O(n^3) per sentence of n tokens"),
+    "spantree": ("inside-outside over binary bracketings (labeled binary trees with labels=K: a PCFG)",
+                 lambda args: f"O(n^3 K^3) per sentence of n tokens, K = {args['labels']} labels" if args.get("labels")
+                 else "O(n^3) per sentence of n tokens"),
     "label": ("one posterior over the classes", lambda args: f"O(K n) per example of n tokens, K = {args['classes']}"),
 }
 
@@ -32,6 +34,25 @@ def describe(spec_path: str, data: str | None, overrides: dict[str, Any], option
     if data:
         lines += _describe_data(model, data, options)
     return "\n".join(lines)
+
+
+def describe_run(run: str) -> str:
+    """`emc info RUN`: the saved run's model, and its parameters as its structure summarises them
+    (a label over fields: each class's top tokens per field), when it does."""
+    from emc.runtime.model_dir import load_run
+    from emc.runtime.params import ParamLayout
+
+    saved = load_run(run)
+    checked = saved.model.checked
+    data = saved.model.data
+    lines = _describe_model(checked)
+    summary = getattr(data, "summary", None)
+    if summary is None:
+        return "\n".join(lines + [f"(the {checked.structure.name} structure has no summary of its parameters)"])
+    args = saved.info["args"]
+    sizes = {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}
+    layout = ParamLayout.build(checked, sizes, saved.sparse)
+    return "\n".join(lines + [f"parameters of {run}:"] + summary(checked, layout, saved.vocabs, args, saved.theta))
 
 
 def _describe_model(model: CheckedModel) -> list[str]:

@@ -1,7 +1,7 @@
 """Data of a label over several fields, label(v, n, classes=K): one example per line, its fields
 separated by `|||` in the order the latent declaration names them (`v ||| n`), each field's
 tokens its own vocabulary (emc/io/fields.py); one class per line as output; the classes' most
-probable tokens per field for `emc info RUN`."""
+probable tokens per field for `emc info RUN` (summary)."""
 from __future__ import annotations
 
 from typing import Any
@@ -49,22 +49,24 @@ def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.nda
     return str(int(decoded[0]))
 
 
-def class_summary(problem, weights: np.ndarray, top: int = 8) -> list[str]:
-    """Per class, most probable first (by a block over the class alone, when there is one): its
-    probability and, for each learned block P(field | class), its `top` most probable tokens."""
-    c = problem.model.checked.binding.latent
-    factors = [f for f in problem.model.checked.factors if f.kind == "learned"]
-    prior = next((f for f in factors if [a.text for a in f.outcome] == [c] and not f.context), None)
-    K = problem.args["classes"]
-    p_class = (problem.layout.table(prior.table).matrix(weights)[:, 0] if prior is not None else np.full(K, 1.0 / K))
-    blocks = [f for f in factors if [a.text for a in f.context] == [c] and len(f.outcome) == 1
+def summary(model: CheckedModel, layout, vocabs: dict[str, Vocabulary], args: dict[str, Any], weights: np.ndarray,
+            top: int = 8) -> list[str]:
+    """`emc info RUN`: per class, most probable first (by the block over the class alone, when
+    there is one), its probability and, for each learned block P(field | class), its `top` most
+    probable tokens with their probabilities."""
+    c = model.binding.latent
+    learned = [f for f in model.factors if f.kind == "learned"]
+    prior = next((f for f in learned if [a.text for a in f.outcome] == [c] and not f.context), None)
+    K = args["classes"]
+    p_class = layout.table(prior.table).matrix(weights)[:, 0] if prior is not None else np.full(K, 1.0 / K)
+    blocks = [f for f in learned if [a.text for a in f.context] == [c] and len(f.outcome) == 1
               and f.outcome[0].attribute.tokens_of is not None]
     lines = []
     for k in np.argsort(-p_class, kind="stable"):
         lines.append(f"class {k}  P = {p_class[k]:.3f}")
         for f in blocks:
-            column = problem.layout.table(f.table).matrix(weights)[:, k]
-            values = problem.vocabs[f.outcome_spaces[0]].values
+            column = layout.table(f.table).matrix(weights)[:, k]
+            values = vocabs[f.outcome_spaces[0]].values
             best = np.argsort(-column, kind="stable")[:top]
-            lines.append(f"  {f.name:<8} " + " ".join(f"{values[i]}:{column[i]:.3f}" for i in best))
+            lines.append(f"  {f.name:<8} " + " ".join(f"{values[i]} {column[i]:.3f}" for i in best))
     return lines
