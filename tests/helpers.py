@@ -23,7 +23,9 @@ TINY = {
     "alignment": ["a b ||| x y", "b c ||| y z z", "a ||| x", "c a ||| z x"],
     "spantree": ["D N V", "D N V D N", "N V", "D A N V"],
     "label": ["a b c a", "b c c", "a a b", "c b", "a c b b"],
-    "tuples": ["eat ||| apple", "eat ||| bread", "drive ||| car", "park ||| car", "eat ||| apple pie"],  # label(v, n, ...)
+    # label(v, n, ...): as many of the fields as the spec names
+    "tuples": ["eat ||| apple ||| he ||| now", "eat ||| bread ||| she ||| now", "drive ||| car ||| he ||| then",
+               "park ||| car ||| they ||| now", "eat ||| apple pie ||| she ||| then"],
 }
 
 
@@ -50,7 +52,9 @@ def tiny_problem(tmp_path: Path, spec: Path | str, options: dict | None = None) 
     checked = check(parse_text(text, "test.em"))
     structure = checked.structure.name
     overrides = {"states": 2} if structure == "chain" else {"classes": 2} if structure == "label" else {}
-    data = TINY["tuples"] if structure == "label" and len(checked.binding.observed) > 1 else TINY[structure]
+    fields = len(checked.binding.observed)
+    data = ([" ||| ".join(line.split(" ||| ")[:fields]) for line in TINY["tuples"]]
+            if structure == "label" and fields > 1 else TINY[structure])
     return problem_from_lines(tmp_path, text, data, options, overrides)
 
 
