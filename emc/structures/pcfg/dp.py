@@ -13,7 +13,9 @@ score of (i, j) with label a is inside[i, j, a] * exp(scale[i, j]), the row norm
 A sentence of 40 symbols spans far more than a double's range, but one span's K values do not; a
 span's terms from different splits are brought to their largest scale first (terms more than
 ~700 nats below it vanish, as they would in a log-space sum). Both semirings commute with the
-rescaling, so the max instance is the sum instance with `plus`. O(n^3 K^3) per sentence.
+rescaling, so the max instance is the sum instance with `plus`. O(n^3 K^3) per sentence as the
+textbook writes it; here O(n^3 K^2 + n^2 K^3), since the children's labels are combined over the
+splits before the rule scores (which do not depend on the split) multiply in.
 
 Under sum, `marginals` fills the expected counts of the sentence's rewrites (rule_counts, the
 layout of rule), preterminals (emit_counts[i, a]) and root label (root_counts[a]) and returns log Z;
@@ -46,7 +48,10 @@ def _normalise(row, K):
 @njit(cache=True)
 def inside(semiring, rule, emit, n, K, chart, scale):
     """chart[i, j, a] * exp(scale[i, j]): the (+) over the subtrees of (i, j) rooted in label a
-    of their scores."""
+    of their scores. The children's labels are combined over the splits first, pairs[b, c] = (+)
+    over k of inside(i, k, b) inside(k, j, c), then rewritten: O(n K^2) + O(K^3) per span, not
+    O(n K^3) (the rule scores do not depend on k, and both semirings distribute over them)."""
+    pairs = np.empty((K, K))
     for i in range(n):
         chart[i, i + 1, :] = emit[i, :]
         scale[i, i + 1] = _normalise(chart[i, i + 1], K)
@@ -61,21 +66,32 @@ def inside(semiring, rule, emit, n, K, chart, scale):
             if top == NEG_INF:
                 scale[i, j] = NEG_INF
                 continue
-            for k in range(i + 1, j):
-                f = np.exp(scale[i, k] + scale[k, j] - top)
-                if f == 0.0:
-                    continue
-                for b in range(K):
-                    lb = chart[i, k, b] * f
-                    if lb == 0.0:
+            _child_pairs(semiring, chart, scale, i, j, top, K, pairs)
+            for b in range(K):
+                for c in range(K):
+                    w = pairs[b, c]
+                    if w == 0.0:
                         continue
-                    for c in range(K):
-                        w = lb * chart[k, j, c]
-                        if w == 0.0:
-                            continue
-                        for a in range(K):
-                            row[a] = plus(semiring, row[a], rule[b, c, a] * w)
+                    for a in range(K):
+                        row[a] = plus(semiring, row[a], rule[b, c, a] * w)
             scale[i, j] = top + _normalise(row, K)
+
+
+@njit(cache=True)
+def _child_pairs(semiring, chart, scale, i, j, shift, K, pairs):
+    """pairs[b, c] = (+) over the splits k of (i, j) of chart[i, k, b] chart[k, j, c] exp(scale[i, k]
+    + scale[k, j] - shift)."""
+    pairs[:, :] = 0.0
+    for k in range(i + 1, j):
+        f = np.exp(scale[i, k] + scale[k, j] - shift)
+        if f == 0.0:
+            continue
+        for b in range(K):
+            lb = chart[i, k, b] * f
+            if lb == 0.0:
+                continue
+            for c in range(K):
+                pairs[b, c] = plus(semiring, pairs[b, c], lb * chart[k, j, c])
 
 
 @njit(cache=True)
@@ -83,9 +99,13 @@ def outside(rule, root, inside_chart, inside_scale, n, K, chart, scale):
     """chart[i, j, a] * exp(scale[i, j]): the sum over the rest of the tree given that (i, j) is a
     node with label a (root score included), so that P(node (i, j) with label a) = inside *
     outside / Z. Gathered from the longer spans that can be its parent: (i, p) split at j, with
-    (j, p) the right sibling, or (h, j) split at i, with (h, i) the left sibling."""
+    (j, p) the right sibling, or (h, j) split at i, with (h, i) the left sibling. Each parent's
+    rewrites are summed once, below[h, p, b, c] = sum over a of rule[b, c, a] chart[h, p, a], so a
+    span costs O(n K^2) + O(K^3)."""
+    below = np.zeros((n + 1, n + 1, K, K))
     chart[0, n, :] = root[:]
     scale[0, n] = _normalise(chart[0, n], K)
+    _rewrites_below(rule, chart[0, n], K, below[0, n])
     for length in range(n - 1, 0, -1):
         for i in range(n - length + 1):
             j = i + length
@@ -103,33 +123,37 @@ def outside(rule, root, inside_chart, inside_scale, n, K, chart, scale):
                 f = np.exp(scale[i, p] + inside_scale[j, p] - top)
                 if f == 0.0:
                     continue
-                parent = chart[i, p]
+                parent = below[i, p]
                 for b in range(K):
                     acc = 0.0
                     for c in range(K):
-                        w = inside_chart[j, p, c]
-                        if w == 0.0:
-                            continue
-                        s = 0.0
-                        for a in range(K):
-                            s += rule[b, c, a] * parent[a]
-                        acc += s * w
+                        acc += parent[b, c] * inside_chart[j, p, c]
                     row[b] += acc * f
             for h in range(i):  # (i, j) is the right child of (h, j)
                 f = np.exp(scale[h, j] + inside_scale[h, i] - top)
                 if f == 0.0:
                     continue
-                parent = chart[h, j]
+                parent = below[h, j]
                 for b in range(K):
                     w = inside_chart[h, i, b] * f
                     if w == 0.0:
                         continue
                     for c in range(K):
-                        s = 0.0
-                        for a in range(K):
-                            s += rule[b, c, a] * parent[a]
-                        row[c] += s * w
+                        row[c] += parent[b, c] * w
             scale[i, j] = top + _normalise(row, K)
+            if length > 1:
+                _rewrites_below(rule, row, K, below[i, j])
+
+
+@njit(cache=True)
+def _rewrites_below(rule, outside_row, K, below):
+    """below[b, c] = sum over a of rule[b, c, a] outside_row[a]."""
+    for b in range(K):
+        for c in range(K):
+            s = 0.0
+            for a in range(K):
+                s += rule[b, c, a] * outside_row[a]
+            below[b, c] = s
 
 
 @njit(cache=True)
@@ -153,24 +177,22 @@ def _expected_counts(rule, root, emit, ins, ins_scale, out, out_scale, n, K, log
         f = np.exp(out_scale[i, i + 1] + ins_scale[i, i + 1] - log_z)
         for a in range(K):
             emit_counts[i, a] = out[i, i + 1, a] * ins[i, i + 1, a] * f
+    pairs = np.empty((K, K))
     for length in range(2, n + 1):
         for i in range(n - length + 1):
             j = i + length
+            if out_scale[i, j] == NEG_INF:
+                continue
             parent = out[i, j]
-            for k in range(i + 1, j):
-                f = np.exp(out_scale[i, j] + ins_scale[i, k] + ins_scale[k, j] - log_z)
-                if f == 0.0:
-                    continue
-                for b in range(K):
-                    lb = ins[i, k, b] * f
-                    if lb == 0.0:
+            # pairs[b, c]: inside(i, k, b) inside(k, j, c) over the splits, times outside(i, j) / Z's scales
+            _child_pairs(SUM, ins, ins_scale, i, j, log_z - out_scale[i, j], K, pairs)
+            for b in range(K):
+                for c in range(K):
+                    w = pairs[b, c]
+                    if w == 0.0:
                         continue
-                    for c in range(K):
-                        w = lb * ins[k, j, c]
-                        if w == 0.0:
-                            continue
-                        for a in range(K):
-                            rule_counts[b, c, a] += parent[a] * rule[b, c, a] * w
+                    for a in range(K):
+                        rule_counts[b, c, a] += parent[a] * rule[b, c, a] * w
 
 
 @njit(cache=True)
