@@ -18,7 +18,7 @@ DP_COST = {
     "alignment": ("per-target-word posteriors over source positions (a chain over them with jump=yes)",
                   lambda args: "O(m l) per pair" + (" (O(m l^2) with jumps)" if args.get("jump") else "")),
     "spantree": ("inside-outside over binary bracketings (labeled binary trees with labels=K: a PCFG)",
-                 lambda args: f"O(n^3 K^3) per sentence of n tokens, K = {args['labels']} labels" if args.get("labels")
+                 lambda args: f"O(n^3 K^2 + n^2 K^3) per sentence of n tokens, K = {args['labels']} labels" if args.get("labels")
                  else "O(n^3) per sentence of n tokens"),
     "label": ("one posterior over the classes", lambda args: f"O(K n) per example of n tokens, K = {args['classes']}"),
 }
