@@ -101,3 +101,7 @@ def test_one_symbol_sentence_and_bad_settings(tmp_path, capsys):
     spec.write_text("model bad\nobserved x : tokens\nlatent t : spantree(x, labels=2)\nmultinomial m : P(t.label)\n")
     assert main(["check", str(spec)]) != 0
     assert "t.label alone" in capsys.readouterr().err
+    spec.write_text("model bad\nobserved x : tokens\nlatent t : spantree(x, labels=2, empty=yes)\n"
+                    "multinomial m : P(x | t.label)\n")
+    assert main(["check", str(spec)]) != 0
+    assert "a labeled tree (labels=K) has none" in capsys.readouterr().err
