@@ -71,6 +71,12 @@ def accuracy_table(data: Path, labels: int, seeds: list[int], iterations: int, a
     per_iteration = (time.perf_counter() - t0) / len(result.history)
     print(scores_row("CCM (ccm.em, EM from random-split)", result.metrics,
                      f"- | {len(result.history)} | {per_iteration:.3f}"), flush=True)
+    one = load("pcfg.em", data, {"labels": 1}, wsj10)
+    result = fit(one, FitSettings(init="random", eval_every=0))
+    print(f"| PCFG K=1 (one label: all trees of a sentence tie; the parse is the tie-break) | "
+          f"{100 * result.metrics['unlabeled_precision']:.1f} | {100 * result.metrics['unlabeled_recall']:.1f} | "
+          f"{100 * result.metrics['unlabeled_f1']:.1f} | {result.metrics['crossing_brackets']:.2f} | "
+          f"{result.objective:.1f} | {len(result.history)} | - |", flush=True)
     for name in algorithms:
         runs = []
         for seed in seeds:
@@ -86,7 +92,8 @@ def accuracy_table(data: Path, labels: int, seeds: list[int], iterations: int, a
               f"{np.mean(column('iterations')):.0f} | {np.mean(column('per_iteration')):.3f} |", flush=True)
     print()
     print("Values are means over the seeds, ± the standard deviation when they disagree. "
-          "Seconds per iteration include the evaluation-free E-step and M-step only.")
+          "Seconds per iteration include the evaluation-free E-step and M-step only. A run whose "
+          "log-likelihood equals K=1's has collapsed to it: all labels identical, a fixed point of EM.")
 
 
 def cut_sentences(data: Path, n: int, limit: int, directory: Path) -> Path:

@@ -168,8 +168,9 @@ def _root_total(semiring, root, inside_chart, inside_scale, n, K):
 
 
 @njit(cache=True)
-def _expected_counts(rule, root, emit, ins, ins_scale, out, out_scale, n, K, log_z,
-                     rule_counts, emit_counts, root_counts):
+def _expected_counts(rule, root, ins, ins_scale, out, out_scale, n, K, log_z, rule_counts, emit_counts, root_counts):
+    """The posterior expected counts from the inside and outside charts: of each root label, of each
+    preterminal (i, a), and of each rewrite (b, c, a) summed over the nodes of the sentence."""
     f = np.exp(ins_scale[0, n] - log_z)
     for a in range(K):
         root_counts[a] = root[a] * ins[0, n, a] * f
@@ -237,8 +238,8 @@ def _charts(n, K):
 
 @njit(cache=True)
 def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_counts):
-    """Under sum, the expected counts of one sentence (rule_counts, emit_counts, root_counts) and log Z; under max, the counts of the best tree and its log score (see the
-    module docstring)."""
+    """Under sum, the expected counts of one sentence (rule_counts, emit_counts, root_counts) and
+    log Z; under max, the counts of the best tree and its log score (see the module docstring)."""
     rule_counts[:, :, :] = 0.0
     emit_counts[:, :] = 0.0
     root_counts[:] = 0.0
@@ -261,8 +262,7 @@ def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_c
         return log_z
     out, out_scale = _charts(n, K)
     outside(rule, root, ins, ins_scale, n, K, out, out_scale)
-    _expected_counts(rule, root, emit, ins, ins_scale, out, out_scale, n, K, log_z,
-                     rule_counts, emit_counts, root_counts)
+    _expected_counts(rule, root, ins, ins_scale, out, out_scale, n, K, log_z, rule_counts, emit_counts, root_counts)
     return log_z
 
 
