@@ -5,6 +5,9 @@ a binary tree over the sentence whose every node carries one of K labels. Its pa
 binary nodes (a label rewritten as a left and a right label), the preterminals (a label over one
 token) and the root (the label of the whole sentence), so a tree's probability is the product of
 the blocks of its root, its rewrites and its preterminals (Baker 1979; Lari & Young 1990).
+Whether a node rewrites or emits is not chosen by the grammar: a span of one symbol is a
+preterminal, a longer one a binary node, and every binary shape of the sentence is possible (as
+the CCM's P(tree) is uniform).
 """
 from __future__ import annotations
 
