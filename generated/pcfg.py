@@ -2,7 +2,8 @@
 #
 # The model's glue around the labeled span-tree DP (emc/structures/pcfg/dp.py): the rewrite scores
 # rule[left, right, parent] (shared by every sentence: computed once per E-step by prepare), each
-# sentence's preterminal scores emit[i, label] and the root scores, inside-outside over labeled
+# sentence's preterminal scores emit[i, label] and the root scores (node-slot factors multiply
+# into the rewrites and the preterminals both), inside-outside over labeled
 # binary trees, and the expected counts scattered into the learned blocks. prepare,
 # estep_example, decode_example and posterior_example follow the ABI in emc/codegen/abi.py and
 # compile on first use.
@@ -41,6 +42,7 @@ def prepare(meta, params):
     K = meta[M_LABELS]
     size_labels = meta[M_SIZE_LABELS]
     rule = np.ones((K, K, K))
+    preterminal = 0
     for b in range(K):
         for c in range(K):
             for a in range(K):
@@ -59,6 +61,7 @@ def _scores(ex, ints, layout, meta, params):
     first = offsets[ex]
     n = offsets[ex + 1] - first
     emit = np.ones((n, K))
+    preterminal = 1
     for i in range(n):
         x = x_ids[first + i]
         for a in range(K):
@@ -114,6 +117,20 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                     listed += 1
                     touched[listed] = cell
                 dense[cell] += p
+    # node slot: every label's expected number of binary nodes, then of preterminals
+    for a in range(K):
+        for preterminal in range(2):
+            p = 0.0
+            if preterminal == 0:
+                for b in range(K):
+                    for c in range(K):
+                        p += rule_counts[b, c, a]
+            else:
+                for i in range(n):
+                    p += emit_counts[i, a]
+            p *= weight
+            if p > 0.0:
+                pass
     # root slot
     for a in range(K):
         p = root_counts[a] * weight

@@ -139,6 +139,7 @@ def pcfg_structures(problem: Problem, example: int):
     for tree in labeled_trees(0, n, problem.args["labels"]):
         parts = [("root", {f"{t}.root": tree[(0, n)][0]})]
         for (i, j), (a, k) in tree.items():
+            parts.append(("node", {f"{t}.label": a, f"{t}.preterminal": int(j - i == 1)}))
             if j - i == 1:
                 parts.append(("emit", dict(tokens[i], **{f"{t}.label": a})))
             else:

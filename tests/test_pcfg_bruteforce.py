@@ -15,7 +15,8 @@ from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import ENUMERATORS
 
 # The rewrite in two factors (left child, then right child given both) and an emission through
-# a view cover the rule slot's three attributes, the emit slot's token reads and the root slot.
+# a view cover the rule slot's three attributes, the emit slot's token reads, the root slot and
+# the node slot (a node's kind, rewrite or preterminal, chosen by its label).
 SPEC = """
 model pcfg_test
 observed x : tokens
@@ -25,6 +26,7 @@ multinomial right : P(t.right_label | t.label, t.left_label)
 multinomial emit  : P(x | t.label)
 multinomial shape : P(x.shape | t.label)
 multinomial root  : P(t.root)
+multinomial kind  : P(t.preterminal | t.label)
 """
 
 SYMBOLS = ["a", "b", "C"]

@@ -2,7 +2,9 @@
 emc/codegen/templates/pcfg.py.j2).
 
 The rule slot loops over (left, right, parent) labels (b, c, a), the emit slot over the positions
-i of a sentence and the preterminal's label a, the root slot over the root's label a.
+i of a sentence and the preterminal's label a, the root slot over the root's label a. The node
+slot's factors multiply into both the rule scores (with `preterminal` = 0) and the emission
+scores (`preterminal` = 1).
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ def arrays(binding: Binding) -> list[str]:
 
 def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:
     t = binding.latent
-    return {f"{t}.label": "a", f"{t}.left_label": "b", f"{t}.right_label": "c", f"{t}.root": "a"}[attr.attribute.path]
+    return {f"{t}.label": "a", f"{t}.left_label": "b", f"{t}.right_label": "c", f"{t}.root": "a",
+            f"{t}.preterminal": "preterminal"}[attr.attribute.path]
 
 
 def token_expr(binding: Binding, attr: ResolvedAttr, slot: str, array: str) -> str:

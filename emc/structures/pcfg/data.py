@@ -21,7 +21,7 @@ NODE_INTS = 4  # a decoded node: start, end, label, split
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
-    return {"labels": int(args["labels"])}
+    return {"labels": int(args["labels"]), "bool": 2}
 
 
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
