@@ -462,8 +462,10 @@ def _info_parser(sub) -> None:
     p = sub.add_parser("info", help="what the compiler derived", formatter_class=_Formatter,
                        description="Describe in words what emc derives from a spec: the structure and its parts, "
                                    "each block's outcome and context spaces, the DP and its cost; with DATA, "
-                                   "each table's shape and memory.")
-    p.add_argument("spec")
+                                   "each table's shape and memory. Given a saved run (emc info RUN), its model and "
+                                   "its parameters as the structure summarises them (a label over fields: each "
+                                   "class's top tokens per field).")
+    p.add_argument("spec", help="a spec, or a saved run's directory")
     p.add_argument("data", nargs="?")
     _data_arguments(p, "fit")
     _structure_arguments(p)
@@ -471,8 +473,11 @@ def _info_parser(sub) -> None:
 
 
 def cmd_info(args) -> int:
-    from emc.runtime.info import describe
+    from emc.runtime.info import describe, describe_run
 
+    if Path(args.spec).is_dir():  # a saved run
+        print(describe_run(args.spec))
+        return 0
     print(describe(args.spec, args.data, _overrides(args), vars(args).copy()))
     return 0
 

@@ -26,13 +26,14 @@ A_SPAN_CONTEXT = 3
 A_SPAN_LENGTH = 4
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
-META_SIZE = 14
+META_SIZE = 15
 M_EMPTY = 0  # arg:empty
-M_SIZE_BOOL = 1  # size:bool
-M_SIZE_YIELDS = 2  # size:yields
-M_SIZE_CONTEXTS = 3  # size:contexts
-T_YIELD = 4  # table:yield
-T_CONTEXT = 9  # table:context
+M_LABELS = 1  # arg:labels
+M_SIZE_BOOL = 2  # size:bool
+M_SIZE_YIELDS = 3  # size:yields
+M_SIZE_CONTEXTS = 4  # size:contexts
+T_YIELD = 5  # table:yield
+T_CONTEXT = 10  # table:context
 
 
 @njit(cache=True)

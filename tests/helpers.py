@@ -23,6 +23,9 @@ TINY = {
     "alignment": ["a b ||| x y", "b c ||| y z z", "a ||| x", "c a ||| z x"],
     "spantree": ["D N V", "D N V D N", "N V", "D A N V"],
     "label": ["a b c a", "b c c", "a a b", "c b", "a c b b"],
+    # label(v, n, ...): as many of the fields as the spec names
+    "tuples": ["eat ||| apple ||| he ||| now", "eat ||| bread ||| she ||| now", "drive ||| car ||| he ||| then",
+               "park ||| car ||| they ||| now", "eat ||| apple pie ||| she ||| then"],
 }
 
 
@@ -46,9 +49,13 @@ def tiny_problem(tmp_path: Path, spec: Path | str, options: dict | None = None) 
     """A problem over the structure's TINY data, for a spec file (a Path) or spec text; a chain
     gets 2 states and a label 2 classes, whatever the spec says, to keep it small."""
     text = spec.read_text() if isinstance(spec, Path) else spec
-    structure = check(parse_text(text, "test.em")).structure.name
+    checked = check(parse_text(text, "test.em"))
+    structure = checked.structure.name
     overrides = {"states": 2} if structure == "chain" else {"classes": 2} if structure == "label" else {}
-    return problem_from_lines(tmp_path, text, TINY[structure], options, overrides)
+    fields = len(checked.binding.observed)
+    data = ([" ||| ".join(line.split(" ||| ")[:fields]) for line in TINY["tuples"]]
+            if structure == "label" and fields > 1 else TINY[structure])
+    return problem_from_lines(tmp_path, text, data, options, overrides)
 
 
 def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0) -> ParamState:

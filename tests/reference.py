@@ -22,6 +22,7 @@ from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
 from emc.runtime.variants.online_state import start_mass
+from emc.structures.label import field_slots
 from emc.structures.semiring import SUM
 
 Part = tuple[str, dict[str, int]]  # (slot, attribute text -> id)
@@ -116,7 +117,41 @@ def binary_trees(i: int, j: int):
                 yield left | right | {(i, j)}
 
 
+def labeled_trees(i: int, j: int, labels: int):
+    """Every binary tree over [i, j) whose nodes carry one of `labels` labels, as a dict
+    (start, end) -> (label, split), split 0 for a single symbol."""
+    for a in range(labels):
+        if j - i == 1:
+            yield {(i, j): (a, 0)}
+            continue
+        for k in range(i + 1, j):
+            for left in labeled_trees(i, k, labels):
+                for right in labeled_trees(k, j, labels):
+                    yield {**left, **right, (i, j): (a, k)}
+
+
+def pcfg_structures(problem: Problem, example: int):
+    """Every labeled binary tree: its root, each binary node's rewrite and each preterminal."""
+    b = problem.model.checked.binding
+    t, x = b.latent, b.observed["x"]
+    tokens = token_ids(problem, x, example, x)
+    n = len(tokens)
+    for tree in labeled_trees(0, n, problem.args["labels"]):
+        parts = [("root", {f"{t}.root": tree[(0, n)][0]})]
+        for (i, j), (a, k) in tree.items():
+            parts.append(("node", {f"{t}.label": a, f"{t}.preterminal": int(j - i == 1)}))
+            if j - i == 1:
+                parts.append(("emit", dict(tokens[i], **{f"{t}.label": a})))
+            else:
+                parts.append(("rule", {f"{t}.label": a, f"{t}.left_label": tree[(i, k)][0],
+                                       f"{t}.right_label": tree[(k, j)][0]}))
+        yield firings(problem, parts), tree
+
+
 def spantree_structures(problem: Problem, example: int):
+    if problem.args.get("labels"):
+        yield from pcfg_structures(problem, example)
+        return
     b = problem.model.checked.binding
     t, x = b.latent, b.observed["x"]
     symbols = problem.corpus.fields[x].tokens(example)
@@ -137,10 +172,12 @@ def spantree_structures(problem: Problem, example: int):
 def label_structures(problem: Problem, example: int, allowed: Iterable[int] | None = None):
     """Every class (with `allowed`, only those classes)."""
     b = problem.model.checked.binding
-    c, d = b.latent, b.observed["x"]
-    tokens = token_ids(problem, d, example, d)
+    c = b.latent
+    fields = field_slots(b)  # observed variable -> its token slot (several with label(v, n, ...))
+    tokens = {d: token_ids(problem, d, example, d) for d in fields}
     for label in range(problem.args["classes"]) if allowed is None else allowed:
-        parts = [("example", {c: label})] + [("token", dict(values, **{c: label})) for values in tokens]
+        parts = [("example", {c: label})] + [(fields[d], dict(values, **{c: label}))
+                                             for d in fields for values in tokens[d]]
         yield firings(problem, parts), label
 
 
@@ -206,6 +243,8 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return int(decoded[0])
     if name == "alignment":  # a source position per target word, NULL = -1
         return tuple(int(i) for i in decoded)
+    if name == "spantree" and problem.args.get("labels"):  # nodes (start, end, label, split)
+        return problem.model.data.module.decoded_nodes(decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included
         n = int(problem.corpus.lengths()[example])
         return frozenset(problem.model.data.module.decoded_spans(decoded, n))

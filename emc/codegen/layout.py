@@ -27,7 +27,7 @@ def token_array_name(attr: ResolvedAttr) -> str:
 
 
 def array_names(model: CheckedModel) -> list[str]:
-    structural = codegen_for(model.structure.name).arrays(model.binding)
+    structural = codegen_for(model.structure.name, model.binding).arrays(model.binding)
     return structural + sorted({token_array_name(a) for a in token_attributes(model)})
 
 

@@ -62,7 +62,7 @@ def _mixed_radix(codes: list[str], sizes: list[str]) -> str:
 
 
 def render_context(model: CheckedModel) -> dict:
-    descriptor = codegen_for(model.structure.name)
+    descriptor = codegen_for(model.structure.name, model.binding)
     binding = model.binding
     taken: set[str] = set()
     arrays = [(_const("A_", name, taken), name) for name in array_names(model)]
@@ -149,5 +149,5 @@ def _environment() -> jinja2.Environment:
 
 def render(model: CheckedModel) -> str:
     """The generated module's source text for a checked model."""
-    template = _environment().get_template(codegen_for(model.structure.name).TEMPLATE)
+    template = _environment().get_template(codegen_for(model.structure.name, model.binding).TEMPLATE)
     return template.render(**render_context(model))

@@ -23,6 +23,24 @@ def describe(spec_path: str, data: str | None, overrides: dict[str, Any], option
     return "\n".join(lines)
 
 
+def describe_run(run: str) -> str:
+    """`emc info RUN`: the saved run's model, and its parameters as its structure summarises them
+    (a label over fields: each class's top tokens per field), when it does."""
+    from emc.runtime.model_dir import load_run
+    from emc.runtime.params import ParamLayout
+
+    saved = load_run(run)
+    checked = saved.model.checked
+    data = saved.model.data
+    lines = _describe_model(checked)
+    if data.summary is None:
+        return "\n".join(lines + [f"(the {checked.structure.name} structure has no summary of its parameters)"])
+    args = saved.info["args"]
+    sizes = {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}
+    layout = ParamLayout.build(checked, sizes, saved.sparse)
+    return "\n".join(lines + [f"parameters of {run}:"] + data.summary(checked, layout, saved.vocabs, args, saved.theta))
+
+
 def _describe_model(model: CheckedModel) -> list[str]:
     b = model.binding
     s = model.structure

@@ -45,7 +45,7 @@ class Model:
 
     @property
     def data(self) -> StructureData:
-        return data_for(self.checked.structure.name)
+        return data_for(self.checked.structure.name, self.checked.binding)
 
     @property
     def name(self) -> str:

@@ -250,13 +250,19 @@ class _Checker:
                 bad = next(a for a in positional if a.form == "from")
                 self.error(bad.pos, f"`from` is only for alignment; {structure.name} takes {structure.signature}")
                 return None
-            if len(positional) != len(structure.observed_roles):
-                pos = positional[len(structure.observed_roles)].pos if len(positional) > len(structure.observed_roles) else lat.structure_pos
-                self.error(pos, f"{structure.name} takes {len(structure.observed_roles)} observed variable(s), "
+            roles = structure.observed_roles + tuple(f"x{i + 2}" for i in range(structure.extra_observed))
+            if not len(structure.observed_roles) <= len(positional) <= len(roles):
+                pos = positional[len(roles)].pos if len(positional) > len(roles) else lat.structure_pos
+                count = (f"{len(structure.observed_roles)} to {len(roles)}" if structure.extra_observed
+                         else str(len(roles)))
+                self.error(pos, f"{structure.name} takes {count} observed variable(s), "
                                 f"not {len(positional)}", f"write {structure.signature}")
                 return None
-            names = {role: a.value for role, a in zip(structure.observed_roles, positional)}
-            where = {role: a.value_pos for role, a in zip(structure.observed_roles, positional)}
+            names = {role: a.value for role, a in zip(roles, positional)}
+            where = {role: a.value_pos for role, a in zip(roles, positional)}
+            if len(set(names.values())) < len(names):
+                self.error(positional[0].pos, f"{structure.name} takes each observed variable once")
+                return None
         for role, name in names.items():
             if name not in observed:
                 self.error(where[role], f"'{name}' is not an observed variable",

@@ -31,6 +31,7 @@ class ArgSpec:
     low: float | None = None
     high: float | None = None
     choices: tuple[Any, ...] | None = None
+    listed_values: tuple[Any, ...] = ()  # other values whose attributes `emc structures` lists (labels=10)
 
     def describe(self) -> str:
         if self.choices:
@@ -120,6 +121,11 @@ class Structure:
     # the cost model `emc info` prints: the DP in a few words, and its cost for the arguments
     dp: str = "a dynamic program (see the structure's dp.py)"
     cost: Callable[[dict], str] = lambda args: "see the structure's dp.py"
+    # package(binding) -> the package under emc/structures/ holding the codegen and data modules
+    # for this binding, when a setting makes it a different model (spantree with labels=K: pcfg)
+    package: Callable[[Binding], str] | None = None
+    # up to this many more observed variables may follow, bound as roles x2, x3, ... (label(v, n, classes=K))
+    extra_observed: int = 0
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

@@ -32,8 +32,9 @@ def _fmt(value) -> str:
 
 
 def _settings(spec) -> tuple:
-    """The values an argument can take when it switches a feature: a flag's two, an enumeration's choices."""
-    return (False, True) if spec.kind == "bool" else spec.choices or ()
+    """The values an argument can take when it switches a feature: a flag's two, an enumeration's
+    choices, the values it lists for the reference (`labels=10`)."""
+    return (False, True) if spec.kind == "bool" else spec.choices or spec.listed_values
 
 
 def all_attributes(structure: Structure) -> dict[str, tuple[Attribute, str]]:
@@ -42,20 +43,27 @@ def all_attributes(structure: Structure) -> dict[str, tuple[Attribute, str]]:
     enumerated argument switched to each of its other values (`order=2`, `jump=yes`). Listed as
     the structure lists them with all those settings on."""
     binding = example_binding(structure)
-    needs = {path: "" for path in structure.attributes(binding)}
+    base = structure.attributes(binding)
+    needs = {path: "" for path in base}
     switched = {}
+    alternatives = {}  # settings that make another model (spantree labels=10): their own attributes
     for spec in structure.args:
         for value in _settings(spec):
             if value == binding.args[spec.name]:
                 continue
-            added = set(structure.attributes(replace(binding, args={**binding.args, spec.name: value}))) - set(needs)
+            other = structure.attributes(replace(binding, args={**binding.args, spec.name: value}))
+            setting = f"{spec.name}={_fmt(value)}"
+            if not set(base) <= set(other):
+                alternatives.update({path: (attr, setting) for path, attr in other.items() if path not in base})
+                continue
+            added = set(other) - set(needs)
             if added:
-                needs.update({path: f"{spec.name}={_fmt(value)}" for path in added})
+                needs.update({path: setting for path in added})
                 switched[spec.name] = value
     full = replace(binding, args={**binding.args, **switched})
     attrs = structure.attributes(full)
     assert set(attrs) == set(needs), f"{structure.name}: settings that add attributes do not combine"
-    return {path: (attr, needs[path]) for path, attr in attrs.items()}
+    return {**{path: (attr, needs[path]) for path, attr in attrs.items()}, **alternatives}
 
 
 def views_markdown() -> str:

@@ -29,6 +29,7 @@ class StructureData:
     evaluate: Callable | None = None  # scores against gold; None: the structure has no metric
     named_values: Callable | None = None  # argument -> value names known from the data or options
     numeric_values: Callable | None = None  # index -> value of a numeric space, when they differ
+    summary: Callable | None = None  # `emc info RUN`: the parameters in words (a label over fields)
     read_fixed: Callable | None = None  # fixed blocks read from a file
     complete_corpus: Callable | None = None  # a pass over the whole corpus before packing
     INITIALIZERS: Mapping[str, Callable] = field(default_factory=dict)  # --init NAME from the data alone

@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 from emc.structures.alignment import ALIGNMENT
-from emc.structures.base import Structure
+from emc.structures.base import Binding, Structure
 from emc.structures.chain import CHAIN
 from emc.structures.hooks import StructureData
 from emc.structures.label import LABEL
@@ -16,14 +16,28 @@ from emc.structures.spantree import SPANTREE
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL)}
 
 
-def codegen_for(name: str) -> ModuleType:
+def _package(name: str, binding: Binding | None) -> str:
+    """The package holding the structure's code: its own, or the one its binding's settings
+    select (Structure.package)."""
+    structure = STRUCTURES.get(name)
+    if binding is not None and structure is not None and structure.package is not None:
+        return structure.package(binding)
+    return name
+
+
+def codegen_for(name: str, binding: Binding | None = None) -> ModuleType:
     """The structure's code-generation descriptor (emc/structures/NAME/codegen.py): its template,
     its packed arrays, and how the glue names each attribute inside a slot's loops."""
-    return importlib.import_module(f"emc.structures.{name}.codegen")
+    return importlib.import_module(f"emc.structures.{_package(name, binding)}.codegen")
+
+
+def data_for(name: str, binding: Binding | None = None) -> StructureData:
+    """The structure's data side (emc/structures/NAME/data.py, typed by emc/structures/hooks.py):
+    packing a corpus into arrays, reading decoded structures back, and the task's output format.
+    Without a binding, the structure's own package (its formats and options)."""
+    return _data_of_package(_package(name, binding))
 
 
 @functools.cache
-def data_for(name: str) -> StructureData:
-    """The structure's data side (emc/structures/NAME/data.py, typed by emc/structures/hooks.py):
-    packing a corpus into arrays, reading decoded structures back, and the task's output format."""
-    return StructureData.from_module(name, importlib.import_module(f"emc.structures.{name}.data"))
+def _data_of_package(package: str) -> StructureData:
+    return StructureData.from_module(package, importlib.import_module(f"emc.structures.{package}.data"))
