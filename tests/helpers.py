@@ -23,6 +23,7 @@ TINY = {
     "alignment": ["a b ||| x y", "b c ||| y z z", "a ||| x", "c a ||| z x"],
     "spantree": ["D N V", "D N V D N", "N V", "D A N V"],
     "label": ["a b c a", "b c c", "a a b", "c b", "a c b b"],
+    "deptree": ["D N V", "D N V D N", "N V", "D A N V"],
 }
 
 

@@ -7,11 +7,12 @@ from types import ModuleType
 from emc.structures.alignment import ALIGNMENT
 from emc.structures.base import Structure
 from emc.structures.chain import CHAIN
+from emc.structures.deptree import DEPTREE
 from emc.structures.label import LABEL
 from emc.structures.segmentation import SEGMENTATION
 from emc.structures.spantree import SPANTREE
 
-STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL)}
+STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL, DEPTREE)}
 
 
 def codegen_for(name: str) -> ModuleType:
