@@ -15,7 +15,7 @@ from emc.structures.deptree import dp
 from emc.structures.deptree.data import INITIALIZERS
 from emc.structures.semiring import MAX, SUM
 from helpers import check_against_enumeration, problem_from_lines, random_params
-from reference import decoded_form, deptree_structures, projective_trees
+from reference import decoded_form, deptree_structures, firings, projective_trees
 
 # The DMV, and a second attach block conditioned the other way round, so both token attributes
 # appear as outcome and as context.
@@ -51,18 +51,31 @@ def test_the_tree_counts_are_catalan_like():
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=sentences)
 def test_harmonic_counts_match_enumeration(tmp_path, data):
-    """A tree weighs the product over its attachments of 1 / distance."""
+    """Each word is the root with probability 1 / n, else takes head h with probability
+    proportional to 1 / |h - a|; the stop decisions are expected under trees weighing the product
+    over their attachments of 1 / distance (enumerated)."""
     problem = problem_from_lines(tmp_path, SPEC, [" ".join(s) for s in data])
     layout = problem.layout
     expected = np.zeros(layout.size)
+
+    def add(firing_list, weight):
+        for table, row, outcome in firing_list:
+            t = layout.table(table)
+            expected[t.offset + outcome * t.rows + row] += weight
+
     for example in range(len(data)):
+        tags = [int(t) for t in problem.corpus.fields["x"].example(example)]
+        n = len(tags)
         trees = list(deptree_structures(problem, example))
         weights = [math.prod(1.0 / abs(w + 1 - h) for w, h in enumerate(heads) if h) for _, heads in trees]
-        total = sum(weights)
-        for (firings, _), weight in zip(trees, weights):
-            for table, row, outcome in firings:
-                t = layout.table(table)
-                expected[t.offset + outcome * t.rows + row] += weight / total
+        for (firing_list, _), weight in zip(trees, weights):
+            add([f for f in firing_list if f[0] == "stop"], weight / sum(weights))
+        for a in range(n):
+            add(firings(problem, [("root", {"d.root": tags[a]})]), 1.0 / n)
+            near = {h: 1.0 / abs(h - a) for h in range(n) if h != a}
+            for h, closeness in near.items():
+                part = ("attach", {"d.head": tags[h], "d.dependent": tags[a], "d.direction": int(a > h)})
+                add(firings(problem, [part]), (n - 1) / n * closeness / sum(near.values()))
     expected[~layout.learned_mask()] = 0.0
     counts = INITIALIZERS["harmonic"](problem, None, np.random.default_rng(0))
     np.testing.assert_allclose(counts, expected, rtol=1e-10, atol=1e-12)

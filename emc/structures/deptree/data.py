@@ -200,10 +200,12 @@ def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], lab
 
 
 def harmonic_counts(problem: "Problem", executor, rng: np.random.Generator) -> np.ndarray:
-    """`--init harmonic` (Klein & Manning 2004), the default: the expected counts when each
-    sentence's tree is drawn with probability proportional to the product over its attachments of
-    1 / distance (dp.harmonic_counts: they depend on the length alone), scattered into the blocks
-    by the generated code as in an E-step (no E-step: `executor` and `rng` unused)."""
+    """`--init harmonic` (Klein & Manning 2004), the default: each word is the root with
+    probability 1 / n, else attaches to a head in inverse proportion to their distance; stop
+    decisions as expected under trees weighted so (dp.harmonic_counts: the counts depend on the
+    length alone), scattered into the blocks by the generated code as in an E-step (no E-step:
+    `executor` and `rng` unused). On WSJ10 it reaches 49% directed accuracy where the 1 /
+    distance tree distribution alone (every count from it) reaches 33% (bench/dmv_wsj10.py)."""
     counts = np.zeros(problem.layout.size)
     buffer = (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64))
     scatter = problem.model.module.scatter_counts

@@ -270,18 +270,30 @@ def best_tree(root, attach, stop, n, heads):
 
 @njit(cache=True)
 def harmonic_counts(n):
-    """Klein & Manning's harmonic start as a distribution over trees: a tree's probability is
-    proportional to the product over its attachments of 1 / distance (every root, stop and
-    continue weighing 1). Returns its expected counts (root_m, arcs, stops), which depend on n alone."""
+    """Klein & Manning's harmonic start, read as they describe it ("the ROOT always had a single
+    argument and took each word with equal probability"; words "took other words as arguments in
+    inverse proportion to the distance between them"): every word is the root with probability
+    1 / n, and otherwise takes its head h with probability proportional to 1 / |h - a| (its
+    head's mass, (n - 1) / n, spread over the other words so). The stop decisions, which that
+    description leaves open, are counted as expected under the trees weighing the product over
+    their attachments of 1 / distance. Returns (root_m, arcs, stops) as `marginals` does; they
+    depend on n alone."""
     root = np.zeros(n)
     attach = np.zeros((n, n))
-    for h in range(n):
-        for a in range(n):
-            if a != h:
-                attach[h, a] = -np.log(abs(h - a))
-    stop = np.zeros((n, 2, 2, 2))
-    root_m = np.zeros(n)
     arcs = np.zeros((n, n))
+    for a in range(n):
+        total = 0.0
+        for h in range(n):
+            if h != a:
+                attach[h, a] = -np.log(abs(h - a))
+                total += 1.0 / abs(h - a)
+        for h in range(n):
+            if h != a:
+                arcs[h, a] = (n - 1.0) / n / (abs(h - a) * total)
+    root_m = np.full(n, 1.0 / n)
+    stop = np.zeros((n, 2, 2, 2))
+    tree_root = np.zeros(n)
+    tree_arcs = np.zeros((n, n))
     stops = np.zeros((n, 2, 2, 2))
-    marginals(SUM, root, attach, stop, n, root_m, arcs, stops)
+    marginals(SUM, root, attach, stop, n, tree_root, tree_arcs, stops)
     return root_m, arcs, stops
