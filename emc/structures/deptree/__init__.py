@@ -20,7 +20,8 @@ def _attributes(binding: Binding) -> dict[str, Attribute]:
     vocab = f"vocab:{x}"
     return {
         f"{d}.root": Attribute(f"{d}.root", "latent", vocab, "the root word", ROOT),
-        f"{d}.head": Attribute(f"{d}.head", "latent", vocab, "the head word of an attachment or a stop decision"),
+        f"{d}.head": Attribute(f"{d}.head", "latent", vocab,
+                               "the head word of an attachment or a stop decision"),
         f"{d}.dependent": Attribute(f"{d}.dependent", "latent", vocab, "the dependent word of an attachment", ATTACH),
         f"{d}.direction": Attribute(f"{d}.direction", "latent", "direction",
                                     "the side of the head: 0 left, 1 right"),
@@ -33,9 +34,11 @@ def _attributes(binding: Binding) -> dict[str, Attribute]:
 def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribute]) -> str:
     d = binding.latent
     slots = {a.slot for a in outcome + context if a.slot}
-    hint = f"write P({d}.root), P({d}.dependent | {d}.head, {d}.direction) or P({d}.stop | {d}.head, {d}.direction, {d}.adjacent)"
+    hint = (f"write P({d}.root), P({d}.dependent | {d}.head, {d}.direction) or "
+            f"P({d}.stop | {d}.head, {d}.direction, {d}.adjacent)")
     if len(slots) > 1:
-        raise SlotError(f"a deptree block scores the root, an attachment or a stop decision, not {' and '.join(sorted(slots))} at once", hint)
+        raise SlotError(f"a deptree block scores the root, an attachment or a stop decision, not "
+                        f"{' and '.join(sorted(slots))} at once", hint)
     if not slots:
         raise SlotError(f"a deptree block needs {d}.root, {d}.dependent or {d}.stop to say what it scores", hint)
     slot = slots.pop()
