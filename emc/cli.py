@@ -229,8 +229,8 @@ def _fit_parser(sub) -> None:
                          "structure's ONLINE_INIT_NOISE if it names one)")
     em.add_argument("--init", default=d.init, metavar="NAME|RUN",
                     help="initial parameters: default (the structure's own choice, else random), random, uniform, "
-                         "labeled (from the labeled examples alone), a structure's own (spantree: random-split), "
-                         "or a saved model's directory")
+                         "labeled (from the labeled examples alone), a structure's own (spantree: random-split; "
+                         "deptree: harmonic), or a saved model's directory")
     em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
     em.add_argument("--eval-every", type=int, default=d.eval_every,
                     help="with gold annotations, score every N iterations (0: only at the end)")

@@ -26,6 +26,7 @@ TINY = {
     # label(v, n, ...): as many of the fields as the spec names
     "tuples": ["eat ||| apple ||| he ||| now", "eat ||| bread ||| she ||| now", "drive ||| car ||| he ||| then",
                "park ||| car ||| they ||| now", "eat ||| apple pie ||| she ||| then"],
+    "deptree": ["D N V", "D N V D N", "N V", "D A N V"],
 }
 
 

@@ -223,12 +223,63 @@ def alignment_structures(problem: Problem, example: int):
         yield firings(problem, parts) + constants, tuple(links)
 
 
+def projective_trees(n: int):
+    """Every projective dependency tree of n words with one root, as heads (1-based, 0: the root),
+    found by filtering all n^n head assignments: one root, no cycle, no crossing arcs."""
+    for heads in itertools.product(range(n + 1), repeat=n):
+        if heads.count(0) != 1 or any(h == w + 1 for w, h in enumerate(heads)):
+            continue
+        if not all(_reaches_root(heads, w) for w in range(n)):
+            continue
+        arcs = [(min(w + 1, h), max(w + 1, h)) for w, h in enumerate(heads)]  # the root is word 0
+        if any(a < c < b < d for a, b in arcs for c, d in arcs):
+            continue
+        yield heads
+
+
+def _reaches_root(heads: tuple[int, ...], w: int) -> bool:
+    seen = set()
+    while w + 1 not in seen:
+        seen.add(w + 1)
+        if heads[w] == 0:
+            return True
+        w = heads[w] - 1
+    return False
+
+
+def deptree_structures(problem: Problem, example: int):
+    """Every projective tree: the root's part, one attach part per word with a head, and per head
+    and side one stop part per dependent (stop 0; adjacent for the closest) and one after the
+    last (stop 1; adjacent when the side has none)."""
+    b = problem.model.checked.binding
+    d, x = b.latent, b.observed["x"]
+    tags = [int(t) for t in problem.corpus.fields[x].example(example)]
+    n = len(tags)
+    for heads in projective_trees(n):
+        parts: list = []
+        for w, h in enumerate(heads):
+            if h == 0:
+                parts.append(("root", {f"{d}.root": tags[w]}))
+            else:
+                parts.append(("attach", {f"{d}.head": tags[h - 1], f"{d}.dependent": tags[w],
+                                         f"{d}.direction": int(w > h - 1)}))
+        for h in range(n):
+            for side, dependents in ((0, [w for w in range(h - 1, -1, -1) if heads[w] == h + 1]),
+                                     (1, [w for w in range(h + 1, n) if heads[w] == h + 1])):
+                stop = {f"{d}.head": tags[h], f"{d}.direction": side}
+                parts += [("stop", dict(stop, **{f"{d}.adjacent": int(k == 0), f"{d}.stop": 0}))
+                          for k in range(len(dependents))]
+                parts.append(("stop", dict(stop, **{f"{d}.adjacent": int(not dependents), f"{d}.stop": 1})))
+        yield firings(problem, parts), heads
+
+
 ENUMERATORS: dict[str, Callable] = {
     "chain": chain_structures,
     "segmentation": segmentation_structures,
     "spantree": spantree_structures,
     "label": label_structures,
     "alignment": alignment_structures,
+    "deptree": deptree_structures,
 }
 
 
@@ -245,6 +296,8 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
         return tuple(int(i) for i in decoded)
     if name == "spantree" and problem.args.get("labels"):  # nodes (start, end, label, split)
         return problem.model.data.module.decoded_nodes(decoded)
+    if name == "deptree":  # a head per word, numbered from 1 (0: the root)
+        return tuple(int(h) for h in decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included
         n = int(problem.corpus.lengths()[example])
         return frozenset(problem.model.data.module.decoded_spans(decoded, n))

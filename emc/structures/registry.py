@@ -8,12 +8,13 @@ from types import ModuleType
 from emc.structures.alignment import ALIGNMENT
 from emc.structures.base import Binding, Structure
 from emc.structures.chain import CHAIN
+from emc.structures.deptree import DEPTREE
 from emc.structures.hooks import StructureData
 from emc.structures.label import LABEL
 from emc.structures.segmentation import SEGMENTATION
 from emc.structures.spantree import SPANTREE
 
-STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL)}
+STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL, DEPTREE)}
 
 
 def _package(name: str, binding: Binding | None) -> str:

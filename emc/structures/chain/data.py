@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from emc.io.conllu import OUTPUT_OPTION, gold_column_name, read_conllu
 from emc.io.corpus import Corpus, TokenField
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
 from emc.spec.check import CheckedModel
-from emc.spec.errors import DataError
+from emc.spec.errors import DataError, EmcError
 
 # Stepwise/incremental EM start from rows ~ 1 + 5 U(0, 1) weighing one pseudo-count each (see
 # emc/runtime/initialize.py init_noise): on CoNLL-2000, alpha 0.7, m = 1, 2 passes, many-to-one
@@ -24,19 +25,25 @@ from emc.spec.errors import DataError
 ONLINE_START_MASS = "row"
 ONLINE_INIT_NOISE = 5.0
 
-FORMATS = ("tokens", "conll")
+FORMATS = ("tokens", "conll", "conllu")
 FIT_OPTIONS = [
-    (("--word-column",), {"type": int, "default": 1, "help": "conll: the column holding the word (1-based)"}),
-    (("--gold-column",), {"type": int, "default": None,
-                          "help": "conll: the column holding gold tags (1-based), for evaluation"}),
+    (("--word-column",), {"type": int, "default": None,
+                          "help": "conll: the column holding the word (1-based; chain: default 1; deptree: the "
+                                  "tag column, default 4, CoNLL-X's CPOSTAG)"}),
+    (("--gold-column",), {"default": None, "metavar": "N|upos|xpos",
+                          "help": "conll: the column holding gold tags (1-based), for evaluation; conllu: upos "
+                                  "(the default) or xpos"}),
     (("--dictionary",), {"metavar": "FILE", "help": "a tag dictionary (WORD TAG [TAG ...] per line): the states "
                          "become its tags and each listed word may take only its tags (`emc dictionary` writes one)"}),
 ]
-DECODE_OPTIONS = FIT_OPTIONS[:2]
+DECODE_OPTIONS = FIT_OPTIONS[:2] + [OUTPUT_OPTION]
 FORMAT_HELP = {
     "tokens": "one sentence per line, tokens separated by whitespace",
     "conll": "one token per line in whitespace-separated columns (--word-column, --gold-column), "
              "sentences separated by blank lines; gzip read transparently",
+    "conllu": "Universal Dependencies CoNLL-U: FORM is the word (chain) and UPOS or XPOS gold "
+              "(--gold-column upos|xpos); a deptree reads the tag column (--token-column) and HEAD as gold; "
+              "comments, multiword tokens (1-2) and empty nodes (1.1) are kept out of the sentence",
 }
 
 
@@ -47,7 +54,16 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     if fmt == "tokens":
         sentences, tags, lines = _read_tokens(path)
     elif fmt == "conll":
-        sentences, tags, lines = _read_conll(path, options.get("word_column") or 1, options.get("gold_column"))
+        sentences, tags, lines = _read_conll(path, options.get("word_column") or 1,
+                                             _column_number(options.get("gold_column")))
+    elif fmt == "conllu":
+        read_back = read_conllu(path)
+        column = gold_column_name(options.get("gold_column"))
+        sentences = [s.column("form") for s in read_back]
+        tags = [s.column(column) for s in read_back]
+        lines = [s.line for s in read_back]
+        for s in read_back:
+            s.target = column
     else:
         raise DataError(path, None, f"the chain structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     require_examples(path, sum(1 for s in sentences if s), "sentence")
@@ -55,7 +71,20 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     if tags is not None:
         tag_vocab = vocabs.setdefault("gold:tags", Vocabulary())
         corpus.gold["tags"] = TokenField.from_lists([tag_vocab.encode(t) for t in tags], tag_vocab)
+    if options.get("output") == "conllu":
+        if fmt != "conllu":
+            raise DataError(path, None, "--output conllu writes the input back: read it with --format conllu")
+        corpus.gold["conllu"] = read_back
     return corpus
+
+
+def _column_number(value: Any) -> int | None:
+    """--gold-column for the conll format: a 1-based column number."""
+    if value is None:
+        return None
+    if not str(value).isdigit() or int(value) < 1:
+        raise EmcError(f"--gold-column {value}: with --format conll give the column's number (1-based)")
+    return int(value)
 
 
 def _read_tokens(path: str):
@@ -196,8 +225,12 @@ def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) 
 
 
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
-    """`word/TAG` tokens; TAG is the state's name when states are tags, else its id."""
+    """`word/TAG` tokens; TAG is the state's name when states are tags, else its id. With
+    --output conllu, the CoNLL-U sentence as read with the tags in its gold column."""
     names = labels.get("states")
+    if "conllu" in corpus.gold:
+        sentence = corpus.gold["conllu"][ex]
+        return sentence.with_column({sentence.target: [str(names[s] if names else s) for s in decoded]})
     words = corpus.fields[model.binding.observed["x"]].tokens(ex)
     return " ".join(f"{w}/{names[s] if names else s}" for w, s in zip(words, decoded))
 

@@ -1,0 +1,202 @@
+"""Dependencies from Penn Treebank trees by head rules: the gold trees of the DMV literature.
+
+A tree is read with its labels, stripped as emc/io/ptb.py strips it for grammar induction
+(empty elements, the punctuation tags of ptb.PUNCTUATION, and the constituents left without a
+leaf), and then each constituent's head child is chosen by Collins' head rules (Collins 1999,
+appendix A; table written here from the published rules): every word's head is the head word of
+the smallest constituent whose head word it is not, and the sentence's head word is the root.
+
+Rules: for a label, a direction and a list of categories in priority order: for each category
+in turn, scan the children in that direction (left: first to last; right: last to first) and
+take the first child of that category; when no category matches, the first child in that
+direction. Noun phrases have their own rule (NP_RULE). Labels lose their function tags and
+indices first (NP-SBJ-1 -> NP, PP=2 -> PP); an unknown label takes its first child.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from emc.io.ptb import EMPTY_ELEMENT, PUNCTUATION, TreeError
+
+LEFT, RIGHT = "left", "right"
+HEAD_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ADJP": (LEFT, ("NNS", "QP", "NN", "$", "ADVP", "JJ", "VBN", "VBG", "ADJP", "JJR", "NP", "JJS", "DT", "FW",
+                    "RBR", "RBS", "SBAR", "RB")),
+    "ADVP": (RIGHT, ("RB", "RBR", "RBS", "FW", "ADVP", "TO", "CD", "JJR", "JJ", "IN", "NP", "JJS", "NN")),
+    "CONJP": (RIGHT, ("CC", "RB", "IN")),
+    "FRAG": (RIGHT, ()),
+    "INTJ": (LEFT, ()),
+    "LST": (RIGHT, ("LS", ":")),
+    "NAC": (LEFT, ("NN", "NNS", "NNP", "NNPS", "NP", "NAC", "EX", "$", "CD", "QP", "PRP", "VBG", "JJ", "JJS", "JJR",
+                   "ADJP", "FW")),
+    "PP": (RIGHT, ("IN", "TO", "VBG", "VBN", "RP", "FW")),
+    "PRN": (LEFT, ()),
+    "PRT": (RIGHT, ("RP",)),
+    "QP": (LEFT, ("$", "IN", "NNS", "NN", "JJ", "RB", "DT", "CD", "NCD", "QP", "JJR", "JJS")),
+    "RRC": (RIGHT, ("VP", "NP", "ADVP", "ADJP", "PP")),
+    "S": (LEFT, ("TO", "IN", "VP", "S", "SBAR", "ADJP", "UCP", "NP")),
+    "SBAR": (LEFT, ("WHNP", "WHPP", "WHADVP", "WHADJP", "IN", "DT", "S", "SQ", "SINV", "SBAR", "FRAG")),
+    "SBARQ": (LEFT, ("SQ", "S", "SINV", "SBARQ", "FRAG")),
+    "SINV": (LEFT, ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "S", "SINV", "ADJP", "NP")),
+    "SQ": (LEFT, ("VBZ", "VBD", "VBP", "VB", "MD", "VP", "SQ")),
+    "UCP": (RIGHT, ()),
+    "VP": (LEFT, ("TO", "VBD", "VBN", "MD", "VBZ", "VB", "VBG", "VBP", "VP", "ADJP", "NN", "NNS", "NP")),
+    "WHADJP": (LEFT, ("CC", "WRB", "JJ", "ADJP")),
+    "WHADVP": (RIGHT, ("CC", "WRB")),
+    "WHNP": (LEFT, ("WDT", "WP", "WP$", "WHADJP", "WHPP", "WHNP")),
+    "WHPP": (RIGHT, ("IN", "TO", "FW")),
+    "NX": (LEFT, ()),
+    "X": (RIGHT, ()),
+}
+# Collins' noun-phrase rule, tried in order: (direction, categories); a step matches the first
+# child (scanning in its direction) whose category is any of its categories.
+NP_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (RIGHT, ("NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR")),
+    (LEFT, ("NP",)),
+    (RIGHT, ("$", "ADJP", "PRN")),
+    (RIGHT, ("CD",)),
+    (RIGHT, ("JJ", "JJS", "RB", "QP")),
+)
+NOUN_PHRASES = frozenset({"NP", "NML"})
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+
+
+@dataclass
+class Node:
+    label: str  # a phrase label without function tags, or a leaf's tag
+    children: list["Node"] = field(default_factory=list)
+    position: int = -1  # a kept leaf's index among the kept leaves; -1 for phrases
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.position >= 0
+
+
+def category(label: str) -> str:
+    """A label without function tags and indices: NP-SBJ-1 -> NP, PP=2 -> PP (-NONE-, -LRB- kept)."""
+    if label.startswith("-"):
+        return label
+    return re.split(r"[-=]", label, maxsplit=1)[0] or label
+
+
+def read_dependencies(text: str) -> tuple[list[str], list[int]]:
+    """The stripped tag yield of one bracketed tree and each tag's head (1-based, 0 for the root)."""
+    root = _parse(text)
+    tags: list[str] = []
+    _number_leaves(root, tags)
+    if not tags:
+        return [], []
+    heads = [0] * len(tags)
+    _attach(root, heads)
+    return tags, heads
+
+
+def _parse(text: str) -> Node:
+    """A labeled tree with the stripped leaves and empty constituents removed (iterative, so deep
+    trees cannot exhaust the stack)."""
+    tokens = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(text)]
+    if not tokens:
+        raise TreeError("empty line: expected a tree")
+    stack: list[Node] = []
+    position = 0
+    top: Node | None = None
+    while True:
+        if position >= len(tokens):
+            raise TreeError(f"unbalanced parentheses: {len(stack)} bracket(s) never closed")
+        token, column = tokens[position]
+        if token == ")":
+            if not stack:
+                raise TreeError(f"')' at column {column} closes nothing")
+            node = stack.pop()
+            position += 1
+            if stack:
+                if node.children:
+                    stack[-1].children.append(node)
+                continue
+            top = node
+            break
+        if token != "(":
+            raise TreeError(f"'{token}' at column {column}: expected '(' (a word must follow its tag)")
+        nxt = tokens[position + 1][0] if position + 1 < len(tokens) else ")"
+        after = tokens[position + 2][0] if position + 2 < len(tokens) else ""
+        if nxt not in "()" and after not in "()":
+            if position + 3 >= len(tokens) or tokens[position + 3][0] != ")":
+                raise TreeError(f"the leaf at column {column} has more than a tag and a word")
+            leaf = Node(nxt, position=0)
+            position += 4
+            if not stack:
+                top = Node("", [leaf]) if nxt != EMPTY_ELEMENT and nxt not in PUNCTUATION else Node("")
+                break
+            if nxt != EMPTY_ELEMENT and nxt not in PUNCTUATION:
+                stack[-1].children.append(leaf)
+            continue
+        if nxt == ")":
+            raise TreeError(f"empty brackets '()' at column {column}")
+        stack.append(Node(category(nxt) if nxt != "(" else ""))
+        position += 1 if nxt == "(" else 2
+    if position < len(tokens):
+        raise TreeError(f"text after the end of the tree at column {tokens[position][1]}")
+    return top
+
+
+def _number_leaves(root: Node, tags: list[str]) -> None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_leaf:
+            node.position = len(tags)
+            tags.append(node.label)
+        else:
+            stack.extend(reversed(node.children))
+
+
+def head_child(node: Node) -> Node:
+    """The child of a phrase that carries its head word, by the rules above."""
+    children = node.children
+    if len(children) == 1:
+        return children[0]
+    if node.label in NOUN_PHRASES:
+        if children[-1].label == "POS":
+            return children[-1]
+        for direction, categories in NP_RULE:
+            found = _scan(children, direction, categories)
+            if found is not None:
+                return found
+        return children[-1]
+    direction, priorities = HEAD_RULES.get(node.label, (LEFT, ()))
+    for wanted in priorities:
+        found = _scan(children, direction, (wanted,))
+        if found is not None:
+            return found
+    return children[0] if direction == LEFT else children[-1]
+
+
+def _scan(children: list[Node], direction: str, categories: tuple[str, ...]) -> Node | None:
+    for child in (children if direction == LEFT else reversed(children)):
+        if child.label in categories:
+            return child
+    return None
+
+
+def _attach(root: Node, heads: list[int]) -> None:
+    """heads[i] for every kept leaf: each phrase's non-head children's head words depend on its
+    head word; the root's head word on 0."""
+    head_word: dict[int, int] = {}
+    order: list[Node] = []
+    stack = [root]
+    while stack:  # parents before children; heads are found children first (reversed order)
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    for node in reversed(order):
+        if node.is_leaf:
+            head_word[id(node)] = node.position
+            continue
+        chosen = head_child(node)
+        head = head_word[id(chosen)]
+        head_word[id(node)] = head
+        for child in node.children:
+            if child is not chosen:
+                heads[head_word[id(child)]] = head + 1
+    heads[head_word[id(root)]] = 0

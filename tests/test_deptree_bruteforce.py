@@ -1,0 +1,90 @@
+"""The generated deptree E-step (log Z, every expected count), hard-EM counts and the decoder equal
+brute-force enumeration over every projective tree with one root (tests/reference.py), for random
+sentences of up to 5 words, with parameters that may be exactly 0 (trees ruled out, sentences
+with no possible tree); and the harmonic initializer equals the expectation under its tree
+distribution, enumerated the same way."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emc.structures.deptree import dp
+from emc.structures.deptree.data import INITIALIZERS
+from emc.structures.semiring import MAX, SUM
+from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import decoded_form, deptree_structures, firings, projective_trees
+
+# The DMV, and a second attach block conditioned the other way round, so both token attributes
+# appear as outcome and as context.
+SPEC = """
+model deptree_test
+observed x : tokens
+latent d : deptree(x)
+multinomial root : P(d.root)
+multinomial attach : P(d.dependent | d.head, d.direction)
+multinomial stop : P(d.stop | d.head, d.direction, d.adjacent)
+multinomial heads : P(d.head | d.dependent)
+"""
+
+sentences = st.lists(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=5), min_size=1, max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=sentences, seed=st.integers(0, 2**16), zeros=st.sampled_from([0.0, 0.0, 0.3]))
+def test_deptree_matches_enumeration(tmp_path, data, seed, zeros):
+    problem = problem_from_lines(tmp_path, SPEC, [" ".join(s) for s in data])
+    params = random_params(problem, np.random.default_rng(seed), zeros)
+    for example in range(len(data)):
+        check_against_enumeration(problem, params, example, list(deptree_structures(problem, example)),
+                                  lambda decoded, ex=example: decoded_form(problem, ex, decoded))
+
+
+def test_the_tree_counts_are_catalan_like():
+    """1, 2, 7, 30, 143 projective trees with one root (OEIS A006013): the enumerator the checks
+    rely on misses none and invents none."""
+    assert [sum(1 for _ in projective_trees(n)) for n in range(1, 6)] == [1, 2, 7, 30, 143]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=sentences)
+def test_harmonic_counts_match_enumeration(tmp_path, data):
+    """Each word is the root with probability 1 / n, else takes head h with probability
+    proportional to 1 / |h - a|; the stop decisions are expected under trees weighing the product
+    over their attachments of 1 / distance (enumerated)."""
+    problem = problem_from_lines(tmp_path, SPEC, [" ".join(s) for s in data])
+    layout = problem.layout
+    expected = np.zeros(layout.size)
+
+    def add(firing_list, weight):
+        for table, row, outcome in firing_list:
+            t = layout.table(table)
+            expected[t.offset + outcome * t.rows + row] += weight
+
+    for example in range(len(data)):
+        tags = [int(t) for t in problem.corpus.fields["x"].example(example)]
+        n = len(tags)
+        trees = list(deptree_structures(problem, example))
+        weights = [math.prod(1.0 / abs(w + 1 - h) for w, h in enumerate(heads) if h) for _, heads in trees]
+        for (firing_list, _), weight in zip(trees, weights):
+            add([f for f in firing_list if f[0] == "stop"], weight / sum(weights))
+        for a in range(n):
+            add(firings(problem, [("root", {"d.root": tags[a]})]), 1.0 / n)
+            near = {h: 1.0 / abs(h - a) for h in range(n) if h != a}
+            for h, closeness in near.items():
+                part = ("attach", {"d.head": tags[h], "d.dependent": tags[a], "d.direction": int(a > h)})
+                add(firings(problem, [part]), (n - 1) / n * closeness / sum(near.values()))
+    expected[~layout.learned_mask()] = 0.0
+    counts = INITIALIZERS["harmonic"](problem, None, np.random.default_rng(0))
+    np.testing.assert_allclose(counts, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_nan_parameters_give_nan_never_a_finite_score():
+    n = 3
+    root, attach, stop = np.zeros(n), np.zeros((n, n)), np.zeros((n, 2, 2, 2))
+    attach[0, 2] = np.nan
+    for semiring in (SUM, MAX):
+        out = dp.marginals(semiring, root, attach, stop, n, np.zeros(n), np.zeros((n, n)), np.zeros((n, 2, 2, 2)))
+        assert np.isnan(out)
