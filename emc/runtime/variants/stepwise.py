@@ -20,6 +20,8 @@ from emc.structures.semiring import SUM
 class Stepwise(Variant):
     name = "stepwise"
     paper = "Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009"
+    refuses_features = ("its statistics live in the E-step's lazy parameters, which read every block as normalised "
+                        "counts; use batch, hard, annealed or skewed EM")
     converges = False
     weighs_start = True
 

@@ -1,0 +1,150 @@
+"""Featured blocks: log-linear multinomials and their gradient M-step (Berg-Kirkpatrick,
+Bouchard-Cote, DeNero & Klein 2010, "Painless Unsupervised Learning with Features").
+
+A block with `features(x, x.suffix(2), ...)` has, for each context row r, weights w_r over the
+features of its outcomes: P(v | r) = exp(phi(v) . w_r) / sum_u exp(phi(u) . w_r). Every feature
+view is conjoined with the row (the weight matrix W is features x rows). phi is a sparse
+(outcome x feature) 0/1 matrix built once from the outcome vocabulary; the E-step and the DPs read
+the block's probability table as for any block, so they do not change.
+
+The M-step maximises  sum_{v,r} C[v,r] log P(v|r) - kappa/2 ||W||^2  over W with L-BFGS (scipy),
+warm-started from the previous W. With counts C (outcomes x rows) and column totals N:
+    gradient = phi^T (C - P * N) - kappa W.
+L-BFGS only accepts points that lower its function (a GEM step), so the M-step objective never
+falls below that of the warm start.
+
+The softmax ranges over the outcomes seen in training (`active`); the others (`<unk>`, words of a
+view's vocabulary only decoding added) have probability 0, as in a plain block's maximum-likelihood
+estimate; at decode time an unseen word is scored from its features (emc/runtime/decode.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+from emc.io.views import apply_views
+from emc.io.vocab import UNK
+from emc.spec.check import Feature
+
+# L-BFGS per M-step: at most this many iterations; stops earlier when the relative objective
+# change falls below FTOL or every gradient entry below GTOL.
+MAX_ITERATIONS = 100
+FTOL = 1e-15
+GTOL = 1e-7
+
+
+@dataclass
+class FeaturedBlock:
+    """The features of one table: the outcome x feature matrix, the feature names, kappa."""
+
+    name: str
+    rows: int
+    kappa: float
+    phi: scipy.sparse.csr_matrix = field(repr=False)
+    feature_names: list[str] = field(repr=False)
+    features: tuple[Feature, ...] = ()
+    identity: np.ndarray | None = field(default=None, repr=False)  # each outcome's identity column
+    # the outcomes the softmax ranges over: those seen in training (the others, `<unk>` among
+    # them, get probability 0 as under a plain block, and are scored from features at decode time)
+    active: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.active is None:
+            self.active = np.ones(self.phi.shape[0], bool)
+        self.phi_active = self.phi[self.active]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    def log_z(self, weights: np.ndarray) -> np.ndarray:
+        """log Z(row) over the active outcomes."""
+        scores = np.asarray(self.phi_active @ weights)
+        top = scores.max(axis=0)
+        return top + np.log(np.exp(scores - top).sum(axis=0))
+
+    def log_probabilities(self, weights: np.ndarray) -> np.ndarray:
+        """log P (outcomes x rows) for weights (features x rows); -inf for inactive outcomes."""
+        out = np.full((self.phi.shape[0], self.rows), -np.inf)
+        scores = np.asarray(self.phi_active @ weights)
+        top = scores.max(axis=0)
+        out[self.active] = scores - (top + np.log(np.exp(scores - top).sum(axis=0)))
+        return out
+
+    def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+        """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
+        (features x rows). Inactive outcomes must have no counts."""
+        scores = np.asarray(self.phi_active @ weights)
+        top = scores.max(axis=0)
+        log_p = scores - (top + np.log(np.exp(scores - top).sum(axis=0)))
+        c = counts[self.active]
+        totals = c.sum(axis=0)
+        value = float(np.sum(c * log_p)) - self.penalty(weights)
+        residual = c - np.exp(log_p) * totals
+        gradient = np.asarray(self.phi_active.T @ residual) - self.kappa * weights
+        return value, gradient
+
+    def penalty(self, weights: np.ndarray) -> float:
+        return 0.5 * self.kappa * float(np.sum(weights * weights))
+
+    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
+        """New weights from expected counts (outcomes x rows), by L-BFGS from `start` (at most
+        `max_iterations`, default MAX_ITERATIONS)."""
+        shape = (self.n_features, self.rows)
+        scale = max(float(counts.sum()), 1.0)  # the optimiser works on the objective per count
+
+        def negative(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            value, gradient = self.objective(flat.reshape(shape), counts)
+            return -value / scale, -gradient.ravel() / scale
+
+        result = scipy.optimize.minimize(negative, start.ravel(), jac=True, method="L-BFGS-B",
+                                         options={"maxiter": max_iterations or MAX_ITERATIONS, "ftol": FTOL, "gtol": GTOL / scale})
+        return result.x.reshape(shape)
+
+    def initial_weights(self, table: np.ndarray) -> np.ndarray:
+        """Weights whose probabilities match a starting table (outcomes x rows) as closely as the
+        features allow: the identity feature carries log P exactly when the block has it;
+        otherwise the table is projected (the M-step with the table as counts)."""
+        weights = np.zeros((self.n_features, self.rows))
+        if self.identity is not None:
+            weights[self.identity[self.active]] = np.log(np.maximum(table[self.active], 1e-300))
+            return weights
+        return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
+
+
+def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], values: list[str],
+          active: np.ndarray | None = None) -> FeaturedBlock:
+    """The feature matrix of a block over its outcome vocabulary `values` (id order); `active`
+    marks the outcomes seen in training (default: all)."""
+    ordered = sorted(features, key=lambda f: bool(f.views))  # the identity (no views) first
+    has_identity = bool(ordered) and not ordered[0].views
+    index: dict[str, int] = {}
+    indptr, indices = [0], []
+    for i, value in enumerate(values):
+        keys = [UNK] if i == 0 and value == UNK else [f"{f.text}={apply_views(value, f.views)}" for f in ordered]
+        for key in keys:
+            column = index.get(key)
+            if column is None:
+                column = index[key] = len(index)
+            indices.append(column)
+        indptr.append(len(indices))
+    indices_array, starts = np.array(indices, np.int64), np.array(indptr, np.int64)
+    phi = scipy.sparse.csr_matrix((np.ones(len(indices)), indices_array, starts), shape=(len(values), len(index)))
+    identity = indices_array[starts[:-1]] if has_identity else None
+    return FeaturedBlock(name, rows, kappa, phi, list(index), tuple(ordered), identity, active)
+
+
+def unseen_log_scores(block: FeaturedBlock, weights: np.ndarray, words: list[str]) -> np.ndarray:
+    """log P(word | row) (words x rows) of words outside the training vocabulary, from their
+    features (those seen in training; the others weigh nothing), normalised by the training
+    vocabulary's Z(row)."""
+    index = {name: i for i, name in enumerate(block.feature_names)}
+    log_z = block.log_z(weights)
+    out = np.empty((len(words), block.rows))
+    for i, word in enumerate(words):
+        columns = [index[k] for k in (f"{f.text}={apply_views(word, f.views)}" for f in block.features) if k in index]
+        out[i] = weights[columns].sum(axis=0) - log_z
+    return out
