@@ -31,7 +31,7 @@ from emc.spec.check import Feature
 
 # L-BFGS per M-step: at most this many iterations; stops earlier when the relative objective
 # change falls below FTOL or every gradient entry below GTOL.
-MAX_ITERATIONS = 100
+MAX_ITERATIONS = 25
 FTOL = 1e-15
 GTOL = 1e-7
 
@@ -88,7 +88,10 @@ class FeaturedBlock:
         return value, gradient
 
     def penalty(self, weights: np.ndarray) -> float:
-        return 0.5 * self.kappa * float(np.sum(weights * weights))
+        if not self.kappa:
+            return 0.0
+        flat = weights.ravel()
+        return 0.5 * self.kappa * float(np.dot(flat, flat))
 
     def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
         """New weights from expected counts (outcomes x rows), by L-BFGS from `start` (at most
@@ -110,7 +113,9 @@ class FeaturedBlock:
         otherwise the table is projected (the M-step with the table as counts)."""
         weights = np.zeros((self.n_features, self.rows))
         if self.identity is not None:
-            weights[self.identity[self.active]] = np.log(np.maximum(table[self.active], 1e-300))
+            log_table = np.log(np.maximum(table[self.active], 1e-300))
+            # a row's shift leaves its softmax alone: centre it, so the start costs little penalty
+            weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
             return weights
         return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
 
