@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import emc.runtime.features as features
+from emc.io.views import apply_views
 from emc.runtime.fit import fit
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
@@ -177,3 +178,67 @@ def test_annealed_variants_fit_featured_blocks(tmp_path, algorithm):
     weights = result.params.weights(problem.layout)
     emit = problem.layout.table("emit")
     np.testing.assert_allclose(emit.matrix(weights), np.exp(emit.featured.log_probabilities(result.params.features["emit"])))
+
+
+def fit_saved_run(tmp_path):
+    from emc.cli import main
+
+    spec = tmp_path / "f.em"
+    spec.write_text(FEATURED)
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(LINES) + "\n")
+    run = tmp_path / "run"
+    assert main(["fit", str(spec), str(data), "--iterations", "4", "--out", str(run)]) == 0
+    return run
+
+
+def test_a_saved_featured_model_decodes_unseen_words_from_their_features(tmp_path, capsys):
+    from emc.cli import main
+    from emc.runtime.decode import bind_saved
+    from emc.runtime.model_dir import load_run
+
+    run = fit_saved_run(tmp_path)
+    saved = load_run(run)
+    assert saved.features["emit"].shape[1] == 3
+    new = tmp_path / "new.txt"
+    new.write_text("The dog jumped\nthe Bird walks 77\n")  # Bird, walks, 77: never seen in training
+    capsys.readouterr()
+    assert main(["decode", str(run), str(new)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+    problem, params = bind_saved(saved, str(new), {})
+    emit = problem.layout.table("emit")
+    space = emit.outcome_spaces[0]
+    vocab = problem.vocabs[space]
+    trained = saved.info["vocab_sizes"][space]
+    table = emit.matrix(params.weights(problem.layout))
+    block = emit.featured
+    weights = saved.features["emit"]
+    log_z = np.log(np.exp(block.phi[:trained, :len(weights)][block.active[:trained]] @ weights).sum(axis=0))
+    columns = {name: i for i, name in enumerate(block.feature_names)}
+    for word in ("Bird", "walks", "77"):
+        i = vocab.index[word]
+        assert i >= trained  # kept its own id, not <unk>
+        keys = [f"{f.text}={apply_views(word, f.views)}" for f in block.features]
+        seen = [columns[k] for k in keys if columns.get(k, len(weights)) < len(weights)]
+        assert seen and len(seen) < len(keys)  # the word's identity was never seen; some of its spelling was
+        np.testing.assert_allclose(table[i], np.exp(weights[seen].sum(axis=0) - log_z), rtol=1e-10)
+    # different spellings, different scores: not one <unk> column
+    assert not np.allclose(table[vocab.index["walks"]], table[vocab.index["77"]])
+    # the training words keep their saved probabilities
+    with np.load(run / "params.npz") as npz:
+        np.testing.assert_allclose(table[1:trained], npz["table_emit"][1:], rtol=1e-12)
+
+
+def test_info_on_a_run_lists_the_heaviest_features_per_row(tmp_path, capsys):
+    from emc.cli import main
+
+    run = fit_saved_run(tmp_path)
+    capsys.readouterr()
+    assert main(["info", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "block emit:" in out and "l2(0.5)" in out
+    rows = [line for line in out.splitlines() if line.startswith("  row ")]
+    assert len(rows) == 3
+    assert all(line.count(" +") + line.count(" -") >= 8 for line in rows)
+    assert "x.suffix(2)=" in out

@@ -142,14 +142,56 @@ def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], val
     return FeaturedBlock(name, rows, kappa, phi, list(index), tuple(ordered), identity, active)
 
 
-def unseen_log_scores(block: FeaturedBlock, weights: np.ndarray, words: list[str]) -> np.ndarray:
-    """log P(word | row) (words x rows) of words outside the training vocabulary, from their
-    features (those seen in training; the others weigh nothing), normalised by the training
-    vocabulary's Z(row)."""
-    index = {name: i for i, name in enumerate(block.feature_names)}
-    log_z = block.log_z(weights)
-    out = np.empty((len(words), block.rows))
-    for i, word in enumerate(words):
-        columns = [index[k] for k in (f"{f.text}={apply_views(word, f.views)}" for f in block.features) if k in index]
-        out[i] = weights[columns].sum(axis=0) - log_z
+# --- decoding: words never seen in training ---------------------------------------------------
+
+
+def unseen_word_spaces(checked, trained_sizes: dict[str, int], vocabs: dict) -> dict[str, int]:
+    """The outcome spaces of featured blocks that the data being decoded extends with new words,
+    with their grown sizes: those words keep their own ids (instead of `<unk>`) so their features
+    can score them. Only a space every table reads as its one outcome qualifies (the tables over
+    it then just grow by outcomes); otherwise new words stay `<unk>`."""
+    out = {}
+    for factor in checked.tables():
+        if not factor.features:
+            continue
+        space = factor.outcome_spaces[0]
+        users = [f for f in checked.tables() if space in f.outcome_spaces + f.context_spaces]
+        if any(f.outcome_spaces != (space,) for f in users) or space not in vocabs:
+            continue
+        if len(vocabs[space]) > trained_sizes.get(space, 0):
+            out[space] = len(vocabs[space])
     return out
+
+
+def decoding_theta(saved, problem, hapax: dict[str, np.ndarray]) -> np.ndarray:
+    """The saved parameters laid out for a problem whose featured outcome spaces hold new words
+    (after the training ones): a featured table gives each new word exp(w . f(word)) / Z(row),
+    with the weights of the features seen in training and Z over the training vocabulary; a plain
+    table over the same space gives it `<unk>`'s probability (emc/runtime/params.py)."""
+    from emc.runtime.params import ParamLayout, unknown_outcomes
+
+    sizes = dict(problem.sizes)
+    sizes.update({space: size for space, size in saved.info["vocab_sizes"].items() if space in sizes})
+    old_layout = ParamLayout.build(saved.model.checked, sizes, saved.sparse)
+    old_theta = unknown_outcomes(saved.theta, old_layout, hapax)
+    theta = problem.fixed_theta.copy()
+    for t, old in zip(problem.layout.tables, old_layout.tables):
+        if t.size == old.size:
+            theta[t.entries] = old_theta[old.entries]
+            continue
+        table = t.matrix(theta)
+        table[:old.outcomes] = old.matrix(old_theta)
+        if t.featured is None:
+            table[old.outcomes:] = table[0]
+            continue
+        weights = saved.features[t.name]
+        block = t.featured
+        known = block.phi[old.outcomes:, :weights.shape[0]]  # features first seen now weigh nothing
+        log_z = _log_z(np.asarray(block.phi[:old.outcomes, :weights.shape[0]][block.active[:old.outcomes]] @ weights))
+        table[old.outcomes:] = np.exp(np.asarray(known @ weights) - log_z)
+    return theta
+
+
+def _log_z(scores: np.ndarray) -> np.ndarray:
+    top = scores.max(axis=0)
+    return top + np.log(np.exp(scores - top).sum(axis=0))

@@ -81,3 +81,32 @@ def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, An
     lines.append(f"  parameters: {total} entries ({total * 8 / 2**20:.1f} MiB; expected counts need one such "
                  f"buffer per thread); packed data {problem.ints.nbytes / 2**20:.1f} MiB")
     return lines
+
+
+def describe_run(run: str, top: int = 8) -> str:
+    """`emc info RUN`: the saved model's spec in words, then each featured block's heaviest
+    features for each context row (its weights, feature = value)."""
+    from emc.runtime.features import build
+    from emc.runtime.model_dir import load_run
+
+    saved = load_run(run)
+    checked = saved.model.checked
+    lines = [f"saved model {run}: objective {saved.info['objective']:.6g}"] + _describe_model(checked)
+    for factor in checked.tables():
+        if not factor.features:
+            continue
+        weights = saved.features.get(factor.table)
+        if weights is None:
+            lines.append(f"block {factor.name}: no feature weights saved")
+            continue
+        space = factor.outcome_spaces[0]
+        values = saved.vocabs[space].values[:saved.info["vocab_sizes"][space]]
+        block = build(factor.table, weights.shape[1], factor.l2, factor.features, values)
+        rows = " x ".join(factor.context_spaces) or "(one row)"
+        lines.append(f"block {factor.name}: {block.n_features} features x {weights.shape[1]} rows over {rows}, "
+                     f"l2({factor.l2:g}); the {top} heaviest features of each row:")
+        for r in range(weights.shape[1]):
+            heaviest = np.argsort(-weights[:, r], kind="stable")[:top]
+            cells = ", ".join(f"{block.feature_names[i]} {weights[i, r]:+.2f}" for i in heaviest)
+            lines.append(f"  row {r}: {cells}")
+    return "\n".join(lines)
