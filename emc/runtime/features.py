@@ -32,6 +32,7 @@ from emc.spec.check import Feature
 # L-BFGS per M-step: at most this many iterations; stops earlier when the relative objective
 # change falls below FTOL or every gradient entry below GTOL.
 MAX_ITERATIONS = 25
+MEMORY = 5  # L-BFGS's history: its own work per iteration grows with it, over every weight
 FTOL = 1e-15
 GTOL = 1e-7
 
@@ -55,6 +56,7 @@ class FeaturedBlock:
         if self.active is None:
             self.active = np.ones(self.phi.shape[0], bool)
         self.phi_active = self.phi[self.active]
+        self.phi_active_t = self.phi_active.T.tocsr()
 
     @property
     def n_features(self) -> int:
@@ -76,15 +78,23 @@ class FeaturedBlock:
 
     def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
         """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
-        (features x rows). Inactive outcomes must have no counts."""
+        (features x rows). Counts of inactive outcomes are left out (they have none in training)."""
+        active = counts[self.active]
+        return self._objective(weights, active, active.sum(axis=0))
+
+    def _objective(self, weights: np.ndarray, active: np.ndarray, totals: np.ndarray) -> tuple[float, np.ndarray]:
         scores = np.asarray(self.phi_active @ weights)
-        top = scores.max(axis=0)
-        log_p = scores - (top + np.log(np.exp(scores - top).sum(axis=0)))
-        c = counts[self.active]
-        totals = c.sum(axis=0)
-        value = float(np.sum(c * log_p)) - self.penalty(weights)
-        residual = c - np.exp(log_p) * totals
-        gradient = np.asarray(self.phi_active.T @ residual) - self.kappa * weights
+        scores -= scores.max(axis=0)
+        p = np.exp(scores)
+        sums = p.sum(axis=0)
+        p /= sums
+        scores -= np.log(sums)  # now log P
+        value = float(np.einsum("ij,ij->", active, scores)) - self.penalty(weights)
+        p *= -totals
+        p += active  # the residual counts - P * totals
+        gradient = np.asarray(self.phi_active_t @ p)
+        if self.kappa:
+            gradient -= self.kappa * weights
         return value, gradient
 
     def penalty(self, weights: np.ndarray) -> float:
@@ -97,14 +107,17 @@ class FeaturedBlock:
         """New weights from expected counts (outcomes x rows), by L-BFGS from `start` (at most
         `max_iterations`, default MAX_ITERATIONS)."""
         shape = (self.n_features, self.rows)
-        scale = max(float(counts.sum()), 1.0)  # the optimiser works on the objective per count
+        active = np.ascontiguousarray(counts[self.active])
+        totals = active.sum(axis=0)
+        scale = max(float(totals.sum()), 1.0)  # the optimiser works on the objective per count
 
         def negative(flat: np.ndarray) -> tuple[float, np.ndarray]:
-            value, gradient = self.objective(flat.reshape(shape), counts)
+            value, gradient = self._objective(flat.reshape(shape), active, totals)
             return -value / scale, -gradient.ravel() / scale
 
         result = scipy.optimize.minimize(negative, start.ravel(), jac=True, method="L-BFGS-B",
-                                         options={"maxiter": max_iterations or MAX_ITERATIONS, "ftol": FTOL, "gtol": GTOL / scale})
+                                         options={"maxiter": max_iterations or MAX_ITERATIONS, "maxcor": MEMORY,
+                                                  "ftol": FTOL, "gtol": GTOL / scale})
         return result.x.reshape(shape)
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
