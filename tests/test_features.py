@@ -285,3 +285,36 @@ def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
             k += 1
     np.testing.assert_allclose(result.params.weights(layout), current(), rtol=1e-6, atol=1e-12)
     np.testing.assert_allclose(result.params.features["emit"], weights, rtol=1e-5, atol=1e-8)
+
+
+def test_restarts_keep_the_best_runs_weights(tmp_path):
+    from emc.runtime.fit import fit_with_restarts
+
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    result = fit_with_restarts(problem, FitSettings(iterations=3, tolerance=0, eval_every=0, restarts=2))
+    emit = problem.layout.table("emit")
+    np.testing.assert_allclose(emit.matrix(result.params.weights(problem.layout)),
+                               np.exp(emit.featured.log_probabilities(result.params.features["emit"])), rtol=1e-12)
+    best = max((r for r in result.history if r["restart"] in (0, 1)), key=lambda r: r["objective"])
+    assert result.objective >= best["objective"] - 1e-9 * abs(best["objective"])
+
+
+def test_resuming_a_featured_fit_ends_like_an_uninterrupted_one(tmp_path):
+    from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
+
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    settings = FitSettings(iterations=4, tolerance=0, eval_every=0)
+    whole = fit(problem, settings)
+    saved = {}
+
+    def keep(state):
+        if state.step == 2:
+            save_checkpoint(tmp_path / "run", state, {})
+            saved["done"] = True
+
+    fit(problem, FitSettings(iterations=2, tolerance=0, eval_every=0), after_step=keep)
+    _, state = load_checkpoint(tmp_path / "run")
+    assert "emit" in state.params.features
+    resumed = fit(problem, settings, state=state)
+    np.testing.assert_array_equal(resumed.params.theta, whole.params.theta)
+    np.testing.assert_array_equal(resumed.params.features["emit"], whole.params.features["emit"])
