@@ -6,6 +6,7 @@
     emc decode RUN FILE            the best structure of each example, in the task's format
     emc sample SPEC                data drawn from a random model of the spec
     emc info SPEC [DATA]           what the compiler derived, in words
+    emc info RUN                   a saved model: its spec, and its featured blocks' heaviest features
     emc plot LOG... -o FILE.png    learning curves of one or more fits
     emc structures                 the structures and the attributes a spec may name
     emc demo                       fit an HMM to data from a known HMM (no download needed)
@@ -475,7 +476,7 @@ def _info_parser(sub) -> None:
 def cmd_info(args) -> int:
     from emc.runtime.info import describe, describe_run
 
-    if Path(args.spec).is_dir():  # a saved run
+    if Path(args.spec).is_dir():  # a saved run: its spec, summary and featured blocks' heaviest features
         print(describe_run(args.spec))
         return 0
     print(describe(args.spec, args.data, _overrides(args), vars(args).copy()))

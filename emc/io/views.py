@@ -29,6 +29,10 @@ def _shape(token: str) -> str:
     return "".join(out)
 
 
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
 VIEWS: dict[str, View] = {
     v.name: v
     for v in (
@@ -37,6 +41,11 @@ VIEWS: dict[str, View] = {
         View("prefix", True, "the first n characters (the whole token if shorter)", lambda t, n: t[:n]),
         View("shape", False, "capitalisation and digit pattern, runs cut to 3 (Paris -> Xxxx, 12 -> dd)", lambda t, n: _shape(t)),
         View("length", False, "the number of characters, as a category", lambda t, n: str(len(t))),
+        View("has_digit", False, "yes if the token has a digit, else no",
+             lambda t, n: _yes_no(any(ch.isdigit() for ch in t))),
+        View("has_hyphen", False, "yes if the token has a hyphen, else no", lambda t, n: _yes_no("-" in t)),
+        View("capitalized", False, "yes if the token starts with a capital letter, else no",
+             lambda t, n: _yes_no(t[:1].isupper())),
     )
 }
 

@@ -29,6 +29,7 @@ PARAM_FIELDS = ("theta", "row_total", "row_add_den", "table_add", "scale")
 
 def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
     arrays: dict[str, np.ndarray] = {f"params/{k}": v for k, v in zip(PARAM_FIELDS, state.params.abi())}
+    arrays.update({f"features/{k}": v for k, v in state.params.features.items()})
     scalars: dict[str, Any] = {}
     for key, value in state.extra.items():
         if isinstance(value, np.ndarray):
@@ -81,7 +82,8 @@ def load_job(run: Path) -> dict[str, Any]:
 def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
     with _damaged(run), np.load(_checkpoint_path(run)) as npz:
         meta = _meta(npz)
-        params = ParamState(*(npz[f"params/{k}"].copy() for k in PARAM_FIELDS))
+        params = ParamState(*(npz[f"params/{k}"].copy() for k in PARAM_FIELDS),
+                            {k[len("features/"):]: npz[k].copy() for k in npz.files if k.startswith("features/")})
         extra = {k[len("extra/"):]: npz[k].copy() for k in npz.files if k.startswith("extra/")}
     extra.update(meta["extra"])
     rng = np.random.default_rng()

@@ -16,6 +16,7 @@ import numpy as np
 
 from emc.io.readers import Lines
 from emc.runtime.executor import LocalExecutor
+from emc.runtime.features import decoding_theta, unseen_word_spaces
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
@@ -49,8 +50,14 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     merged = {k: v for k, v in saved.info["options"].items() if k not in input_options(structure)}
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
-    problem = bind(model, model.read(data, merged, vocabs), vocabs, merged, trained=saved.trained)
+    corpus = model.read(data, merged, vocabs)
+    trained, unseen = saved.trained, unseen_word_spaces(model.checked, saved.info["vocab_sizes"], vocabs)
+    if unseen:  # featured blocks score words never seen in training from their features
+        trained = dict(trained, vocab_sizes={**trained["vocab_sizes"], **unseen})
+    problem = bind(model, corpus, vocabs, merged, trained=trained)
     hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
+    if unseen:
+        return problem, ParamState.plain(decoding_theta(saved, problem, hapax), problem.layout, saved.features)
     return problem, ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
 
 

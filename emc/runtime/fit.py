@@ -130,7 +130,8 @@ def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalEx
     best_theta = state.extra.get("restart_best_theta") if state is not None else None
     best = None
     if best_theta is not None:
-        best = FitResult(ParamState.plain(best_theta, problem.layout), restarts["best_objective"], [],
+        best_features = {t.name: state.extra[f"restart_best_features_{t.name}"] for t in problem.layout.featured()}
+        best = FitResult(ParamState.plain(best_theta, problem.layout, best_features), restarts["best_objective"], [],
                          restarts["best_metrics"])
     for restart in range(restarts["index"], max(1, settings.restarts)):
         def tagged(record: dict, restart=restart) -> None:
@@ -142,6 +143,7 @@ def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalEx
             current.extra["restarts"] = dict(restarts, index=restart)
             if best is not None:
                 current.extra["restart_best_theta"] = best.params.theta
+                current.extra.update({f"restart_best_features_{k}": v for k, v in best.params.features.items()})
             if after_step:
                 after_step(current)
 
@@ -151,7 +153,8 @@ def fit_with_restarts(problem: Problem, settings: FitSettings, executor: LocalEx
                      after_step=remember if settings.restarts > 1 else after_step, progress=progress)
         restarts["history"] = restarts["history"] + result.history
         if best is None or result.objective > best.objective:
-            best = FitResult(ParamState.plain(result.params.weights(problem.layout), problem.layout),
+            best = FitResult(ParamState.plain(result.params.weights(problem.layout), problem.layout,
+                                              result.params.features),
                              result.objective, result.history, result.metrics)
             restarts.update(best_objective=result.objective, best_metrics=result.metrics)
     history = restarts["history"] if settings.restarts > 1 else best.history

@@ -23,24 +23,6 @@ def describe(spec_path: str, data: str | None, overrides: dict[str, Any], option
     return "\n".join(lines)
 
 
-def describe_run(run: str) -> str:
-    """`emc info RUN`: the saved run's model, and its parameters as its structure summarises them
-    (a label over fields: each class's top tokens per field), when it does."""
-    from emc.runtime.model_dir import load_run
-    from emc.runtime.params import ParamLayout
-
-    saved = load_run(run)
-    checked = saved.model.checked
-    data = saved.model.data
-    lines = _describe_model(checked)
-    if data.summary is None:
-        return "\n".join(lines + [f"(the {checked.structure.name} structure has no summary of its parameters)"])
-    args = saved.info["args"]
-    sizes = {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}
-    layout = ParamLayout.build(checked, sizes, saved.sparse)
-    return "\n".join(lines + [f"parameters of {run}:"] + data.summary(checked, layout, saved.vocabs, args, saved.theta))
-
-
 def _describe_model(model: CheckedModel) -> list[str]:
     b = model.binding
     s = model.structure
@@ -87,3 +69,40 @@ def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, An
     lines.append(f"  parameters: {total} entries ({total * 8 / 2**20:.1f} MiB; expected counts need one such "
                  f"buffer per thread); packed data {problem.ints.nbytes / 2**20:.1f} MiB")
     return lines
+
+
+def describe_run(run: str, top: int = 8) -> str:
+    """`emc info RUN`: the saved model's spec in words; its parameters as its structure summarises
+    them, when it does (a label over fields: each class's top tokens per field); each featured
+    block's heaviest features for each context row (its weights, feature = value)."""
+    from emc.runtime.features import build
+    from emc.runtime.model_dir import load_run
+    from emc.runtime.params import ParamLayout
+
+    saved = load_run(run)
+    checked = saved.model.checked
+    data = saved.model.data
+    lines = [f"saved model {run}: objective {saved.info['objective']:.6g}"] + _describe_model(checked)
+    if data.summary is not None:
+        args = saved.info["args"]
+        sizes = {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}
+        layout = ParamLayout.build(checked, sizes, saved.sparse)
+        lines += [f"parameters of {run}:"] + data.summary(checked, layout, saved.vocabs, args, saved.theta)
+    for factor in checked.tables():
+        if not factor.features:
+            continue
+        weights = saved.features.get(factor.table)
+        if weights is None:
+            lines.append(f"block {factor.name}: no feature weights saved")
+            continue
+        space = factor.outcome_spaces[0]
+        values = saved.vocabs[space].values[:saved.info["vocab_sizes"][space]]
+        block = build(factor.table, weights.shape[1], factor.l2, factor.features, values)
+        rows = " x ".join(factor.context_spaces) or "(one row)"
+        lines.append(f"block {factor.name}: {block.n_features} features x {weights.shape[1]} rows over {rows}, "
+                     f"l2({factor.l2:g}); the {top} heaviest features of each row:")
+        for r in range(weights.shape[1]):
+            heaviest = np.argsort(-weights[:, r], kind="stable")[:top]
+            cells = ", ".join(f"{block.feature_names[i]} {weights[i, r]:+.2f}" for i in heaviest)
+            lines.append(f"  row {r}: {cells}")
+    return "\n".join(lines)

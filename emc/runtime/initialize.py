@@ -75,13 +75,27 @@ def describe_start(problem: Problem, settings) -> str:
     return name
 
 
+def featured_start(layout, params: ParamState) -> ParamState:
+    """Start weights for each featured table from its starting probabilities. With the identity
+    feature they carry the start exactly on the outcomes seen in training, and the table is kept
+    as drawn (as a plain block's: the first M-step moves the mass of unseen outcomes onto seen
+    ones, which only raises the objective); without it the table becomes the projection's, so
+    either way batch EM's objective never falls from the start."""
+    for t in layout.featured():
+        weights = t.featured.initial_weights(t.matrix(params.theta).copy())
+        params.features[t.name] = weights
+        if t.featured.identity is None:
+            t.matrix(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
+    return params
+
+
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:
     name = start_name(problem, settings)
     layout = problem.layout
     if name == "random":
-        return random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))
+        return featured_start(layout, random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings)))
     if name == "uniform":
-        return random_init(layout, problem.fixed_theta, rng, 0.0)
+        return featured_start(layout, random_init(layout, problem.fixed_theta, rng, 0.0))
     start = random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))
     if name == "labeled":
         mask = problem.corpus.labeled_mask

@@ -2,7 +2,8 @@
 
     spec.em       the spec, as fitted (with the command line's overrides in run.json)
     params.npz    `theta` (every table, flat) and one array per table, shaped (outcomes, rows); a
-                  sparse table as its values with `sparse_NAME_rows` / `sparse_NAME_outcomes`
+                  sparse table as its values with `sparse_NAME_rows` / `sparse_NAME_outcomes`; a
+                  featured table's weights as `features_NAME` (features x rows)
     vocab.json    the vocabularies, so new data is encoded as in training
     run.json      settings, structure arguments, state names, sizes, final objective and metrics
     log.jsonl     one JSON object per iteration or pass
@@ -17,7 +18,7 @@ import os
 import tempfile
 import zipfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -53,6 +54,7 @@ def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
             tables[f"table_{t.name}"] = t.matrix(theta)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
     os.close(fd)
+    tables.update({f"features_{name}": weights for name, weights in params.features.items()})
     np.savez(tmp, theta=theta, **tables)
     os.replace(tmp, path)
 
@@ -107,6 +109,7 @@ class SavedRun:
     vocabs: dict[str, Vocabulary]
     theta: np.ndarray
     sparse: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse tables' (rows, outcomes)
+    features: dict[str, np.ndarray] = field(default_factory=dict)  # featured tables' weights
 
     @staticmethod
     def in_memory(problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
@@ -116,7 +119,7 @@ class SavedRun:
         sparse = {t.name: (t.entry_rows, t.entry_outcomes) for t in layout.tables if t.sparse}
         info = json.loads(json.dumps(run_info(problem, settings, overrides, options, objective, metrics)))
         return SavedRun(Path("<memory>"), info, problem.model, {k: v.copy() for k, v in problem.vocabs.items()},
-                        params.weights(layout), sparse)
+                        params.weights(layout), sparse, {k: v.copy() for k, v in params.features.items()})
 
     @property
     def trained(self) -> dict[str, Any]:
@@ -154,6 +157,7 @@ def load_run(run: str | Path) -> SavedRun:
         theta = npz["theta"]
         sparse = {key[len("sparse_"):-len("_rows")]: (npz[key], npz[key[:-len("_rows")] + "_outcomes"])
                   for key in npz.files if key.startswith("sparse_") and key.endswith("_rows")}
+        features = {key[len("features_"):]: npz[key] for key in npz.files if key.startswith("features_")}
     with reading_run_file(run / "vocab.json", advice):
         vocabs = load_vocabularies(run / "vocab.json")
-    return SavedRun(run, info, model, vocabs, theta, sparse)
+    return SavedRun(run, info, model, vocabs, theta, sparse, features)

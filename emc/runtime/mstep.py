@@ -5,7 +5,8 @@ normalised (maximum likelihood). `smooth add(a)` adds a to every count (MAP unde
 Dirichlet(1 + a)); `prior dirichlet(alpha)` is the MAP estimate max(c + alpha - 1, 0) normalised;
 `prior sparse(alpha, beta)` is the smoothed-L0 prior of Vaswani, Pauls & Chiang (2010), in
 emc/runtime/sparse_prior.py. A row with no counts and no prior mass becomes uniform. (Variational
-Bayes has its own update: emc/runtime/variants/vb.py.)
+Bayes has its own update: emc/runtime/variants/vb.py.) A featured block's M-step is a gradient
+one over its feature weights (emc/runtime/features.py); its l2 penalty enters the objective here.
 """
 from __future__ import annotations
 
@@ -22,13 +23,28 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
     --smooth / --prior). The parameters go into `out` (a new array by default), which may be
     `counts` itself: the counts are then consumed, and no third table-sized array is needed."""
     theta = np.empty(layout.size) if out is None else out
+    features: dict[str, np.ndarray] = {}
     for t in layout.tables:
-        if t.kind == "learned":
+        if t.featured is not None:
+            features[t.name] = maximize_featured(t, counts, previous, theta)
+        elif t.kind == "learned":
             smoothing, prior = _regularizer(t, overrides)
             maximize_table(counts[t.entries], t.entry_rows, t.rows, smoothing, prior, out=theta[t.entries])
         else:
             theta[t.entries] = previous.table_weights(t)
-    return ParamState.plain(theta, layout)
+    return ParamState.plain(theta, layout, features)
+
+
+def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, theta: np.ndarray) -> np.ndarray:
+    """The gradient M-step of a featured table (emc/runtime/features.py), warm-started from the
+    previous weights; its probabilities go into theta (which may be `counts` itself)."""
+    block = t.featured
+    start = previous.features.get(t.name)
+    if start is None:
+        start = np.zeros((block.n_features, block.rows))
+    weights = block.maximize(t.matrix(counts).copy(), start)
+    t.matrix(theta)[:] = np.exp(block.log_probabilities(weights))
+    return weights
 
 
 def _regularizer(t: TableLayout, overrides: dict | None):
@@ -65,10 +81,10 @@ def log_prior(layout: ParamLayout, params: ParamState, overrides: dict | None = 
     """The log-prior term of the MAP objective (up to a constant), so that batch EM is monotone
     in log-likelihood + log-prior."""
     weights = None
-    total = 0.0
+    total = -sum(t.featured.penalty(params.features[t.name]) for t in layout.featured() if t.name in params.features)
     for t in layout.learned():
         smoothing, prior = _regularizer(t, overrides)
-        if not smoothing and prior is None:
+        if (not smoothing and prior is None) or t.featured is not None:
             continue
         if weights is None:
             weights = params.weights(layout)

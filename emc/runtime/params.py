@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,8 @@ class TableLayout:
     # sparse tables: the local row and outcome of each entry (None for dense tables)
     entry_rows: np.ndarray | None = field(default=None, repr=False)
     entry_outcomes: np.ndarray | None = field(default=None, repr=False)
+    # a featured block's feature matrix and kappa (emc.runtime.features.FeaturedBlock), set by bind
+    featured: Any = field(default=None, repr=False)
 
     @property
     def sparse(self) -> bool:
@@ -131,6 +134,9 @@ class ParamLayout:
     def learned(self) -> list[TableLayout]:
         return [t for t in self.tables if t.kind == "learned"]
 
+    def featured(self) -> list[TableLayout]:
+        return [t for t in self.tables if t.featured is not None]
+
     def learned_mask(self) -> np.ndarray:
         mask = np.zeros(self.size, bool)
         for t in self.learned():
@@ -166,12 +172,16 @@ class ParamState:
     row_add_den: np.ndarray
     table_add: np.ndarray
     scale: np.ndarray  # shape (1,)
+    # the weights (features x rows) of each featured table, by name; its entries in theta are
+    # always the probabilities these weights give (emc/runtime/features.py)
+    features: dict[str, np.ndarray] = field(default_factory=dict)
 
     @staticmethod
-    def plain(theta: np.ndarray, layout: ParamLayout) -> "ParamState":
-        """Parameters that are their own weights (after a batch M-step)."""
+    def plain(theta: np.ndarray, layout: ParamLayout, features: dict[str, np.ndarray] | None = None) -> "ParamState":
+        """Parameters that are their own weights (after a batch M-step), with the featured
+        tables' feature weights, if any."""
         return ParamState(np.ascontiguousarray(theta, np.float64), np.ones(layout.n_rows), np.zeros(layout.n_rows),
-                          np.zeros(len(layout.tables)), np.ones(1))
+                          np.zeros(len(layout.tables)), np.ones(1), dict(features or {}))
 
     def abi(self) -> tuple:
         return (self.theta, self.row_total, self.row_add_den, self.table_add, self.scale)
@@ -203,7 +213,7 @@ class ParamState:
 
     def copy(self) -> "ParamState":
         return ParamState(self.theta.copy(), self.row_total.copy(), self.row_add_den.copy(),
-                          self.table_add.copy(), self.scale.copy())
+                          self.table_add.copy(), self.scale.copy(), {k: v.copy() for k, v in self.features.items()})
 
 
 def _entry_indices(values) -> np.ndarray | None:

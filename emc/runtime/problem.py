@@ -136,6 +136,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     sizes.update(data.space_sizes(checked, args))
     layout = ParamLayout.build(checked, sizes, sparse)
     check_fits_in_memory(layout)
+    attach_features(checked, layout, vocabs)
     arrays = dict(structural)
     for attr in token_attributes(checked):
         arrays[token_array_name(attr)] = views[token_array_name(attr)]
@@ -181,6 +182,23 @@ def check_fits_in_memory(layout: ParamLayout, available: int | None = None) -> N
     raise EmcError(f"the model has {layout.size:,} parameters and a fit would need about {need / gib:.1f} GiB, "
                    f"but this machine has {available / gib:.1f} GiB available ({parts}); lower the structure's "
                    f"size arguments (e.g. --states) or the vocabulary (a frequency cut-off)")
+
+
+def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str, Vocabulary]) -> None:
+    """Build each featured table's (outcome x feature) matrix from its outcome vocabulary, once."""
+    from emc.runtime.features import build
+
+    for factor in checked.tables():
+        if not factor.features:
+            continue
+        t = layout.table(factor.table)
+        vocab = vocabs.get(t.outcome_spaces[0]) if len(t.outcome_spaces) == 1 else None
+        if t.sparse or vocab is None:
+            raise EmcError(f"block '{factor.name}': features apply to a dense table over a vocabulary of "
+                           f"observed values; this {checked.structure.name} block's table is not one")
+        seen = np.zeros(t.outcomes, bool)
+        seen[:len(vocab.counts)] = vocab.counts[:t.outcomes] > 0
+        t.featured = build(factor.table, t.rows, factor.l2, factor.features, vocab.values[:t.outcomes], seen)
 
 
 def _views(checked: CheckedModel, corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:

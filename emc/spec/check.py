@@ -41,6 +41,15 @@ class ResolvedAttr:
 
 
 @dataclass(frozen=True)
+class Feature:
+    """One feature view of a featured block: `x.suffix(2)` is text 'x.suffix(2)' and views
+    (('suffix', 2),) applied to the block's outcome value (after the outcome's own views)."""
+
+    text: str
+    views: tuple[tuple[str, int | None], ...]
+
+
+@dataclass(frozen=True)
 class Prior:
     kind: str  # "dirichlet" | "sparse"
     alpha: float
@@ -68,6 +77,10 @@ class Factor:
     prior: Prior | None = None
     fixed_path: str | None = None
     expr: ir.Expr | None = None
+    # a featured block (`features(...)`): the views of its outcome, each conjoined with the
+    # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/features.py)
+    features: tuple[Feature, ...] = ()
+    l2: float = 0.0
 
     @property
     def signature(self) -> str:
@@ -340,7 +353,7 @@ class _Checker:
                 outcome_spaces=tuple(binding.structure.table_space(binding, a.attribute, slot, True) + view_key(a.views) for a in outcome),
                 context_spaces=tuple(binding.structure.table_space(binding, a.attribute, slot, False) + view_key(a.views) for a in context),
                 pos=block.pos)
-            if self._options(block, factor, by_name):
+            if self._options(block, factor, by_name, attributes, binding):
                 by_name[block.name] = factor
                 factors.append(factor)
         return factors
@@ -418,7 +431,8 @@ class _Checker:
             self.error(block.pos, err.message, err.hint)
             return None
 
-    def _options(self, block: ir.Block, factor: Factor, by_name: dict[str, Factor]) -> bool:
+    def _options(self, block: ir.Block, factor: Factor, by_name: dict[str, Factor],
+                 attributes: dict[str, Attribute], binding: Binding) -> bool:
         ok = True
         seen: set[str] = set()
         for opt in block.options:
@@ -462,10 +476,68 @@ class _Checker:
                     ok = False
                 else:
                     factor.prior = Prior(opt.kind, *value)
+            elif opt.keyword == "features":
+                features = self._features(opt, factor, attributes, binding)
+                if features is None:
+                    ok = False
+                else:
+                    factor.features = features
+            elif opt.keyword == "l2":
+                kappa = self._constant(opt.args[0].value)
+                if kappa is None or not math.isfinite(kappa):  # the finite-number pass reports inf
+                    ok = False
+                elif kappa < 0:
+                    self.error(opt.args[0].pos, f"l2({kappa:g}): the penalty must be a finite number >= 0")
+                    ok = False
+                else:
+                    factor.l2 = kappa
         if factor.kind == "fixed" and (factor.smoothing or factor.prior):
             self.error(block.pos, f"block '{block.name}' is fixed: it is never re-estimated, so smoothing and priors do not apply")
             ok = False
+        ok = ok and self._featured_options(block, factor, seen)
         return ok
+
+    def _featured_options(self, block: ir.Block, factor: Factor, seen: set[str]) -> bool:
+        """A featured block is a learned, unshared log-linear table; `l2` only goes with features."""
+        if not factor.features:
+            if "l2" in seen:
+                self.error(block.option("l2").pos, "l2(...) penalises the weights of features; this block has none",
+                           "add features(...) to the block, or drop l2")
+                return False
+            return True
+        clash = next((k for k in ("fixed", "shares", "smooth", "prior") if k in seen), None)
+        if clash is not None:
+            self.error(block.option(clash).pos, f"a featured block cannot be '{clash}'",
+                       "its probabilities come from feature weights, regularised by l2(kappa)"
+                       if clash in ("smooth", "prior") else "give the block its own table, learned")
+            return False
+        return True
+
+    def _features(self, opt: ir.Option, factor: Factor, attributes: dict[str, Attribute],
+                  binding: Binding) -> tuple[Feature, ...] | None:
+        """The feature views of a block: each a view chain of its one observed outcome."""
+        outcome = factor.outcome[0] if len(factor.outcome) == 1 else None
+        if outcome is None or outcome.attribute.tokens_of is None:
+            self.error(opt.pos, "features describe an observed outcome: a featured block has one observed "
+                                f"outcome (its outcome here is {', '.join(a.text for a in factor.outcome)})",
+                       "e.g. `multinomial emit : P(x | z) features(x, x.suffix(2))`")
+            return None
+        features: dict[str, Feature] = {}
+        for arg in opt.args:
+            ref = arg.value.ref
+            resolved = self._resolve(ref, attributes, binding)
+            if resolved is None:
+                return None
+            prefix = outcome.views
+            if resolved.attribute is not outcome.attribute or resolved.views[:len(prefix)] != prefix:
+                self.error(ref.pos, f"'{ref.text}' is not a view of the block's outcome '{outcome.text}'",
+                           f"a feature is {outcome.text} or a view of it, e.g. {outcome.text}.suffix(2)")
+                return None
+            if resolved.text in features:
+                self.error(ref.pos, f"the feature '{ref.text}' is given twice")
+                return None
+            features[resolved.text] = Feature(resolved.text, resolved.views[len(prefix):])
+        return tuple(features.values())
 
     def _option_values(self, opt: ir.Option, table: dict[str, tuple[str, ...]], block: ir.Block) -> tuple[float, ...] | None:
         names = table.get(opt.kind)

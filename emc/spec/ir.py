@@ -134,9 +134,10 @@ class OptionArg:
 
 @dataclass(frozen=True)
 class Option:
-    """`smooth add(0.1)`, `prior sparse(alpha=80, beta=0.05)`, `fixed "file"`, `shares emit`."""
+    """`smooth add(0.1)`, `prior sparse(alpha=80, beta=0.05)`, `fixed "file"`, `shares emit`,
+    `features(x, x.suffix(2))` (each argument an Attr), `l2(1.0)` (one argument)."""
 
-    keyword: str  # "smooth" | "prior" | "fixed" | "shares"
+    keyword: str  # "smooth" | "prior" | "fixed" | "shares" | "features" | "l2"
     kind: str | None  # "add", "dirichlet", "sparse", a shared block's name, or None
     args: tuple[OptionArg, ...]
     path: str | None

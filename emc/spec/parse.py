@@ -153,6 +153,15 @@ class _ToIR(Transformer):
         (name,) = children
         return ir.Option("shares", str(name), (), None, _pos(meta), _tok_pos(name))
 
+    def features_option(self, meta, children):
+        (refs,) = children
+        args = tuple(ir.OptionArg(None, ir.Attr(ref), ref.pos) for ref in refs)
+        return ir.Option("features", None, args, None, _pos(meta), _pos(meta))
+
+    def l2_option(self, meta, children):
+        (value,) = children
+        return ir.Option("l2", None, (ir.OptionArg(None, value, value.pos),), None, _pos(meta), _pos(meta))
+
     def block_decl(self, meta, children):
         name, outcome, _bar, context, *options = children
         return ir.Block(str(name), outcome, context or (), tuple(options), _pos(meta), _tok_pos(name))

@@ -9,6 +9,7 @@ from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
+from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
 
@@ -17,6 +18,8 @@ class Variant:
     paper = ""
     converges = True  # relative-objective convergence applies
     weighs_start = False  # the start counts as statistics (online_state.statistics_state): see init_noise
+    # why the variant cannot fit featured blocks (emc/runtime/features.py), or None when it can
+    refuses_features: str | None = None
 
     def __init__(self, problem: Problem, executor: LocalExecutor, settings: FitSettings):
         # progress(done, total) inside a long pass (online variants report it per slice)
@@ -27,6 +30,14 @@ class Variant:
         self.all = np.arange(problem.n_examples, dtype=np.int64)
         self.weights = example_weights(problem, settings)
         self.objective = Objective(problem, settings)
+        featured = [t.name for t in problem.layout.featured()]
+        if featured and self.refuses_features:
+            raise EmcError(f"--algorithm {self.name} cannot fit featured blocks ({', '.join(featured)}): "
+                           f"{self.refuses_features}")
+        overridden = sorted(set(featured) & set(settings.regularizers))
+        if overridden:
+            raise EmcError(f"--smooth/--prior {overridden[0]}: a featured block is regularised by its l2(kappa) "
+                           "in the spec, not by smoothing or a prior")
 
     def start(self, state: FitState) -> None:
         pass

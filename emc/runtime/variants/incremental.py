@@ -24,6 +24,8 @@ from emc.spec.errors import EmcError
 class Incremental(Variant):
     name = "incremental"
     paper = "Neal & Hinton 1998"
+    refuses_features = ("its statistics live in the E-step's lazy parameters, which read every block as normalised "
+                        "counts; use batch, hard, annealed or skewed EM")
     converges = False
     weighs_start = True
 

@@ -4,6 +4,8 @@ Mini-batches of --batch-size examples, shuffled each pass; after each, mu <- (1 
 eta_k s with eta_k = (k + 2)^(-alpha) (--alpha, 0.5 < alpha <= 1). The update is sparse (Liang &
 Klein section 3.2; emc/runtime/online.py). mu starts as the initial parameters. The objective
 reported per pass is the sum of the examples' log-likelihoods as they were met during the pass.
+A featured block's statistics are kept apart and its gradient M-step runs once per slice of the
+pass (see _featured_mstep).
 """
 from __future__ import annotations
 
@@ -30,9 +32,13 @@ class Stepwise(Variant):
         if self.settings.batch_size < 1:
             raise EmcError("--batch-size must be at least 1")
         smoothing = additive_smoothing(self.problem.layout, self.settings.regularizers, self.name)
-        state.params = statistics_state(state.params, self.problem.layout, smoothing,
-                                        start_mass(self.problem, self.settings))
+        start = state.params
+        state.params = statistics_state(start, self.problem.layout, smoothing, start_mass(self.problem, self.settings))
+        state.params.features = dict(start.features)
         state.extra["updates"] = 0
+        for t in self.problem.layout.featured():
+            state.extra[f"featured_{t.name}"] = t.matrix(state.params.theta).copy()  # the start as pseudo-counts
+            self._show_featured(state.params, t)
 
     def finished(self, state: FitState) -> bool:
         return state.step >= self.settings.passes
@@ -47,19 +53,52 @@ class Stepwise(Variant):
         total, updates = 0.0, state.extra["updates"]
         for _, part in self.slices(order, self.settings.batch_size):
             log_z = np.empty(len(part))
+            before = updates
             done, updates = online.stepwise_pass(module.prepare, module.estep_example, part,
                                                  self.settings.batch_size, updates, self.settings.alpha, self.weights,
                                                  p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
                                                  buffer, log_z)
             check_log_z(p, part, log_z)
             total += done
+            self._featured_mstep(state, before, updates)
         state.extra["updates"] = updates
         return {"pass": state.step + 1, "objective": total, "updates": updates}
+
+    # Featured blocks (emc/runtime/features.py). The E-step must read their log-linear
+    # probabilities, not their normalised statistics, so their statistics mu are kept apart
+    # (state.extra["featured_NAME"]) and theta shows the probabilities p (theta = p / scale, row
+    # total 1 / scale). The compiled pass then updates what theta shows as it does any statistics:
+    # after updates k0..k1 it shows D p + S, with D = prod (1 - eta_k) and S the mini-batches' decayed
+    # counts, so mu <- D mu + S is exactly stepwise EM's update. The gradient M-step then runs once
+    # per slice of the pass (about 50 a pass, each --batch-size mini-batches or more), not per
+    # mini-batch: an M-step costs L-BFGS iterations over every weight, far more than a mini-batch.
+
+    def _show_featured(self, params, t) -> None:
+        p = np.exp(t.featured.log_probabilities(params.features[t.name]))
+        t.matrix(params.theta)[:] = p / params.scale[0]
+        params.row_total[t.row_slice] = 1.0 / params.scale[0]
+
+    def _featured_mstep(self, state: FitState, k0: int, k1: int) -> None:
+        params = state.params
+        featured = self.problem.layout.featured()
+        if not featured or k1 == k0:
+            return
+        decay = float(np.prod(1.0 - (np.arange(k0, k1) + 2.0) ** -self.settings.alpha))
+        for t in featured:
+            shown = np.exp(t.featured.log_probabilities(params.features[t.name]))
+            mu = state.extra[f"featured_{t.name}"]
+            mu *= decay
+            mu += t.matrix(params.theta) * params.scale[0] - decay * shown
+            np.maximum(mu, 0.0, out=mu)  # rounding only
+            params.features[t.name] = t.featured.maximize(mu, params.features[t.name])
+            self._show_featured(params, t)
 
     def step_remote(self, state: FitState) -> dict:
         """The same updates with each mini-batch's E-step on the executor (a Dask cluster): its
         expected counts come back dense, and the touched entries are their non-zeros."""
         p = self.problem
+        if p.layout.featured():
+            raise EmcError("stepwise EM with featured blocks runs in this process only: drop --workers/--scheduler")
         params = state.params
         order = state.rng.permutation(p.n_examples).astype(np.int64)
         total, k = 0.0, state.extra["updates"]

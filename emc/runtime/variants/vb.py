@@ -20,6 +20,8 @@ from emc.spec.errors import EmcError
 class VariationalBayes(Variant):
     name = "vb"
     paper = "Beal 2003; Johnson 2007"
+    refuses_features = ("variational Bayes needs a Dirichlet posterior per row, and a log-linear row has "
+                        "none; use batch, hard, annealed or skewed EM")
 
     def prior(self) -> np.ndarray:
         """The Dirichlet parameter of every entry (0 for fixed tables)."""

@@ -37,8 +37,12 @@ from numba import njit
 from emc.structures.sampling import draw, draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
-# Reassociation lets LLVM vectorise; no nnan/ninf, since -inf and the range checks are real answers.
-FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+# No reassoc: a reassociated (vectorised) reduction sums in an order that depends on where its
+# arrays happen to lie in memory, so two runs of the same fit differed in the last bits (and a
+# resumed fit was not bit-identical to an uninterrupted one); the batched E-step's speed did not
+# change without it (bench/hmm_vs_hmmlearn.py, 11.1x -> 11.3x hmmlearn). No nnan/ninf either:
+# -inf is a real answer.
+FASTMATH = {"contract", "nsz", "arcp"}
 NEG_INF = -np.inf
 LINEAR, LOG = 0, 1
 RANGE = 1e300

@@ -1,0 +1,91 @@
+"""POS induction with a featured HMM (Berg-Kirkpatrick et al. 2010) beside the plain HMM, on
+CoNLL-2000 (45 states, no dictionary): many-to-one and one-to-one after 10, 30 and 50 batch
+iterations, and the seconds per iteration spent in the E-step and in the M-step.
+
+    python bench/features_pos.py                      # train section, seed 1
+    python bench/features_pos.py --seeds 1 2 3 --files train.txt.gz test.txt
+
+specs/hmm.em against specs/hmm_features.em (emissions log-linear in the word, its lowercase form,
+suffixes of 1-3 letters, digit / hyphen / capital indicators, each conjoined with the state; l2(1)).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from hmm_conll import load
+
+
+def run(problem, settings, checkpoints):
+    """Fit; at each checkpoint record the accuracies; time every E-step and M-step (median)."""
+    import emc.runtime.variants.base as base
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.fit import Evaluator, fit
+
+    executor = LocalExecutor(problem)
+    evaluate = Evaluator(problem, executor)
+    rows: dict[int, dict] = {}
+    seconds: dict[str, list[float]] = {"estep": [], "mstep": []}
+    maximize, estep = base.maximize, executor.estep
+
+    def timer(function, key):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = function(*args, **kwargs)
+            seconds[key].append(time.perf_counter() - t0)
+            return out
+        return timed
+
+    def after(state):
+        if state.step in checkpoints:
+            rows[state.step] = evaluate(state.params)
+
+    base.maximize = timer(maximize, "mstep")
+    executor.estep = timer(estep, "estep")
+    try:
+        fit(problem, replace(settings, eval_every=0), executor, after_step=after)
+    finally:
+        base.maximize = maximize
+    # the E-steps of the iterations (the final objective's E-step is left out)
+    return rows, float(np.median(seconds["estep"][:-1])), float(np.median(seconds["mstep"]))
+
+
+def main() -> None:
+    from emc.runtime.settings import FitSettings
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--files", nargs="+", default=["train.txt.gz"])
+    parser.add_argument("--iterations", type=int, nargs="+", default=[10, 30, 50])
+    args = parser.parse_args()
+    points = tuple(args.iterations)
+    results = {}
+    for spec in ("hmm.em", "hmm_features.em"):
+        problem = load(spec, files=tuple(args.files))
+        tokens = int(problem.corpus.lengths().sum())
+        print(f"{spec}: {problem.n_examples} sentences, {tokens} tokens", flush=True)
+        for seed in args.seeds:
+            rows, estep, mstep = run(problem, FitSettings(iterations=max(points), tolerance=0, seed=seed), points)
+            results[spec, seed] = rows, estep, mstep
+            cells = "  ".join(f"@{c}: m-1 {100 * rows[c]['many_to_one']:.2f} 1-1 {100 * rows[c]['one_to_one']:.2f}"
+                              for c in points)
+            print(f"  seed {seed}: {cells}  E-step {estep:.2f} s/it, M-step {mstep:.2f} s/it", flush=True)
+    print(f"\nmean over seeds {args.seeds} ({' + '.join(args.files)}):")
+    print(f"  {'model':18s} {'metric':12s} " + " ".join(f"{'after ' + str(c):>10s}" for c in points)
+          + "   E-step s/it   M-step s/it")
+    for spec in ("hmm.em", "hmm_features.em"):
+        runs = [results[spec, s] for s in args.seeds]
+        for metric in ("many_to_one", "one_to_one"):
+            cells = " ".join(f"{100 * np.mean([r[0][c][metric] for r in runs]):10.2f}" for c in points)
+            timing = (f"   {np.mean([r[1] for r in runs]):11.2f}   {np.mean([r[2] for r in runs]):11.2f}"
+                      if metric == "many_to_one" else "")
+            print(f"  {spec:18s} {metric:12s} {cells}{timing}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Featured blocks: log-linear multinomials and their gradient M-step (Berg-Kirkpatrick,
+Bouchard-Cote, DeNero & Klein 2010, "Painless Unsupervised Learning with Features").
+
+A block with `features(x, x.suffix(2), ...)` has, for each context row r, weights w_r over the
+features of its outcomes: P(v | r) = exp(phi(v) . w_r) / sum_u exp(phi(u) . w_r). Every feature
+view is conjoined with the row (the weight matrix W is features x rows). phi is a sparse
+(outcome x feature) 0/1 matrix built once from the outcome vocabulary; the E-step and the DPs read
+the block's probability table as for any block, so they do not change.
+
+The M-step maximises  sum_{v,r} C[v,r] log P(v|r) - kappa/2 ||W||^2  over W with L-BFGS (scipy),
+warm-started from the previous W. With counts C (outcomes x rows) and column totals N:
+    gradient = phi^T (C - P * N) - kappa W.
+L-BFGS only accepts points that lower its function (a GEM step), so the M-step objective never
+falls below that of the warm start.
+
+The softmax ranges over the outcomes seen in training (`active`); the others (`<unk>`, words of a
+view's vocabulary only decoding added) have probability 0, as in a plain block's maximum-likelihood
+estimate; at decode time an unseen word is scored from its features (emc/runtime/decode.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+from emc.io.views import apply_views
+from emc.io.vocab import UNK
+from emc.spec.check import Feature
+
+# L-BFGS per M-step: at most this many iterations; stops earlier when the relative objective
+# change falls below FTOL or every gradient entry below GTOL.
+MAX_ITERATIONS = 25
+MEMORY = 5  # L-BFGS's history: its own work per iteration grows with it, over every weight
+FTOL = 1e-15
+GTOL = 1e-7
+
+
+@dataclass
+class FeaturedBlock:
+    """The features of one table: the outcome x feature matrix, the feature names, kappa."""
+
+    name: str
+    rows: int
+    kappa: float
+    phi: scipy.sparse.csr_matrix = field(repr=False)
+    feature_names: list[str] = field(repr=False)
+    features: tuple[Feature, ...] = ()
+    identity: np.ndarray | None = field(default=None, repr=False)  # each outcome's identity column
+    # the outcomes the softmax ranges over: those seen in training (the others, `<unk>` among
+    # them, get probability 0 as under a plain block, and are scored from features at decode time)
+    active: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.active is None:
+            self.active = np.ones(self.phi.shape[0], bool)
+        self.phi_active = self.phi[self.active]
+        self.phi_active_t = self.phi_active.T.tocsr()
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    def log_z(self, weights: np.ndarray) -> np.ndarray:
+        """log Z(row) over the active outcomes."""
+        scores = np.asarray(self.phi_active @ weights)
+        top = scores.max(axis=0)
+        return top + np.log(np.exp(scores - top).sum(axis=0))
+
+    def log_probabilities(self, weights: np.ndarray) -> np.ndarray:
+        """log P (outcomes x rows) for weights (features x rows); -inf for inactive outcomes."""
+        out = np.full((self.phi.shape[0], self.rows), -np.inf)
+        scores = np.asarray(self.phi_active @ weights)
+        top = scores.max(axis=0)
+        out[self.active] = scores - (top + np.log(np.exp(scores - top).sum(axis=0)))
+        return out
+
+    def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+        """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
+        (features x rows). Counts of inactive outcomes are left out (they have none in training)."""
+        active = counts[self.active]
+        return self._objective(weights, active, active.sum(axis=0))
+
+    def _objective(self, weights: np.ndarray, active: np.ndarray, totals: np.ndarray) -> tuple[float, np.ndarray]:
+        scores = np.asarray(self.phi_active @ weights)
+        scores -= scores.max(axis=0)
+        p = np.exp(scores)
+        sums = p.sum(axis=0)
+        p /= sums
+        scores -= np.log(sums)  # now log P
+        value = float(np.einsum("ij,ij->", active, scores)) - self.penalty(weights)
+        p *= -totals
+        p += active  # the residual counts - P * totals
+        gradient = np.asarray(self.phi_active_t @ p)
+        if self.kappa:
+            gradient -= self.kappa * weights
+        return value, gradient
+
+    def penalty(self, weights: np.ndarray) -> float:
+        if not self.kappa:
+            return 0.0
+        flat = weights.ravel()
+        return 0.5 * self.kappa * float(np.dot(flat, flat))
+
+    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
+        """New weights from expected counts (outcomes x rows), by L-BFGS from `start` (at most
+        `max_iterations`, default MAX_ITERATIONS)."""
+        shape = (self.n_features, self.rows)
+        active = np.ascontiguousarray(counts[self.active])
+        totals = active.sum(axis=0)
+        scale = max(float(totals.sum()), 1.0)  # the optimiser works on the objective per count
+
+        def negative(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            value, gradient = self._objective(flat.reshape(shape), active, totals)
+            return -value / scale, -gradient.ravel() / scale
+
+        result = scipy.optimize.minimize(negative, start.ravel(), jac=True, method="L-BFGS-B",
+                                         options={"maxiter": max_iterations or MAX_ITERATIONS, "maxcor": MEMORY,
+                                                  "ftol": FTOL, "gtol": GTOL / scale})
+        return result.x.reshape(shape)
+
+    def initial_weights(self, table: np.ndarray) -> np.ndarray:
+        """Weights whose probabilities match a starting table (outcomes x rows) as closely as the
+        features allow: the identity feature carries log P exactly when the block has it;
+        otherwise the table is projected (the M-step with the table as counts)."""
+        weights = np.zeros((self.n_features, self.rows))
+        if self.identity is not None:
+            log_table = np.log(np.maximum(table[self.active], 1e-300))
+            # a row's shift leaves its softmax alone: centre it, so the start costs little penalty
+            weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
+            return weights
+        return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
+
+
+def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], values: list[str],
+          active: np.ndarray | None = None) -> FeaturedBlock:
+    """The feature matrix of a block over its outcome vocabulary `values` (id order); `active`
+    marks the outcomes seen in training (default: all)."""
+    ordered = sorted(features, key=lambda f: bool(f.views))  # the identity (no views) first
+    has_identity = bool(ordered) and not ordered[0].views
+    index: dict[str, int] = {}
+    indptr, indices = [0], []
+    for i, value in enumerate(values):
+        keys = [UNK] if i == 0 and value == UNK else [f"{f.text}={apply_views(value, f.views)}" for f in ordered]
+        for key in keys:
+            column = index.get(key)
+            if column is None:
+                column = index[key] = len(index)
+            indices.append(column)
+        indptr.append(len(indices))
+    indices_array, starts = np.array(indices, np.int64), np.array(indptr, np.int64)
+    phi = scipy.sparse.csr_matrix((np.ones(len(indices)), indices_array, starts), shape=(len(values), len(index)))
+    identity = indices_array[starts[:-1]] if has_identity else None
+    return FeaturedBlock(name, rows, kappa, phi, list(index), tuple(ordered), identity, active)
+
+
+# --- decoding: words never seen in training ---------------------------------------------------
+
+
+def unseen_word_spaces(checked, trained_sizes: dict[str, int], vocabs: dict) -> dict[str, int]:
+    """The outcome spaces of featured blocks that the data being decoded extends with new words,
+    with their grown sizes: those words keep their own ids (instead of `<unk>`) so their features
+    can score them. Only a space every table reads as its one outcome qualifies (the tables over
+    it then just grow by outcomes); otherwise new words stay `<unk>`."""
+    out = {}
+    for factor in checked.tables():
+        if not factor.features:
+            continue
+        space = factor.outcome_spaces[0]
+        users = [f for f in checked.tables() if space in f.outcome_spaces + f.context_spaces]
+        if any(f.outcome_spaces != (space,) for f in users) or space not in vocabs:
+            continue
+        if len(vocabs[space]) > trained_sizes.get(space, 0):
+            out[space] = len(vocabs[space])
+    return out
+
+
+def decoding_theta(saved, problem, hapax: dict[str, np.ndarray]) -> np.ndarray:
+    """The saved parameters laid out for a problem whose featured outcome spaces hold new words
+    (after the training ones): a featured table gives each new word exp(w . f(word)) / Z(row),
+    with the weights of the features seen in training and Z over the training vocabulary; a plain
+    table over the same space gives it `<unk>`'s probability (emc/runtime/params.py)."""
+    from emc.runtime.params import ParamLayout, unknown_outcomes
+
+    sizes = dict(problem.sizes)
+    sizes.update({space: size for space, size in saved.info["vocab_sizes"].items() if space in sizes})
+    old_layout = ParamLayout.build(saved.model.checked, sizes, saved.sparse)
+    old_theta = unknown_outcomes(saved.theta, old_layout, hapax)
+    theta = problem.fixed_theta.copy()
+    for t, old in zip(problem.layout.tables, old_layout.tables):
+        if t.size == old.size:
+            theta[t.entries] = old_theta[old.entries]
+            continue
+        table = t.matrix(theta)
+        table[:old.outcomes] = old.matrix(old_theta)
+        if t.featured is None:
+            table[old.outcomes:] = table[0]
+            continue
+        weights = saved.features[t.name]
+        block = t.featured
+        known = block.phi[old.outcomes:, :weights.shape[0]]  # features first seen now weigh nothing
+        log_z = _log_z(np.asarray(block.phi[:old.outcomes, :weights.shape[0]][block.active[:old.outcomes]] @ weights))
+        table[old.outcomes:] = np.exp(np.asarray(known @ weights) - log_z)
+    return theta
+
+
+def _log_z(scores: np.ndarray) -> np.ndarray:
+    top = scores.max(axis=0)
+    return top + np.log(np.exp(scores - top).sum(axis=0))

@@ -1,0 +1,320 @@
+"""Featured blocks (log-linear multinomials, emc/runtime/features.py): their spec surface, the
+gradient M-step against finite differences and against the plain M-step, EM's monotonicity, and the
+E-step over weight-given probabilities against brute force."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import emc.runtime.features as features
+from emc.io.views import apply_views
+from emc.runtime.fit import fit
+from emc.runtime.params import ParamState
+from emc.runtime.settings import FitSettings
+from emc.spec.check import Feature, check
+from emc.spec.errors import EmcError, SpecError
+from emc.spec.parse import parse_text
+from helpers import check_against_enumeration, problem_from_lines
+from reference import chain_structures
+
+CHAIN = "model f\nobserved x : tokens\nlatent z : chain(x, states=3)\nmultinomial trans : P(z | z.prev)\n"
+PLAIN = CHAIN + "multinomial emit : P(x | z)\n"
+IDENTITY = CHAIN + "multinomial emit : P(x | z) features(x)\n"
+FEATURED = CHAIN + "multinomial emit : P(x | z) features(x, x.suffix(2), x.capitalized, x.has_digit) l2(0.5)\n"
+LINES = ["The dog walked home", "A cat talked", "the dogs jumped 12 times", "cats walked",
+         "A well-known dog barked", "the cat jumped"]
+
+ERRORS = [
+    # (name, block options, column, message)
+    ("unknown view", "features(x, x.sufix(2))", 45, "unknown view 'sufix'"),
+    ("bad length", "features(x.prefix(0))", 42, "the length of 'prefix' must be a whole number"),
+    ("negative kappa", "features(x) l2(-1)", 46, "the penalty must be a finite number >= 0"),
+    ("infinite kappa", "features(x) l2(1e999)", 46, "inf is not a finite number"),
+    ("not a view of the outcome", "features(z)", 40, "'z' is not a view of the block's outcome 'x'"),
+    ("l2 without features", "l2(1)", 31, "this block has none"),
+    ("featured and smoothed", "features(x) smooth add(1)", 43, "a featured block cannot be 'smooth'"),
+    ("feature twice", "features(x, x)", 43, "the feature 'x' is given twice"),
+]
+
+
+@pytest.mark.parametrize("name,options,column,message", ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_features_are_reported_with_their_position(name, options, column, message):
+    text = CHAIN + f"multinomial emit  : P(x | z)  {options}\n"
+    with pytest.raises(SpecError) as info:
+        check(parse_text(text, "bad.em"))
+    first = info.value.first
+    assert (first.pos.line, first.pos.column) == (5, column), str(info.value)
+    assert message in first.message, str(info.value)
+    assert str(info.value).startswith(f"bad.em:5:{column}: error: ")
+
+
+def test_a_featured_block_needs_an_observed_outcome():
+    with pytest.raises(SpecError, match="one observed outcome"):
+        check(parse_text(CHAIN.replace("P(z | z.prev)", "P(z | z.prev) features(z)") + "multinomial e : P(x | z)\n"))
+
+
+def test_features_are_resolved_relative_to_the_outcome():
+    checked = check(parse_text(CHAIN + "multinomial e : P(x.lower | z) features(x.lower, x.lower.suffix(2)) l2(2)\n"))
+    block = checked.factors[-1]
+    assert block.features == (Feature("x.lower", ()), Feature("x.lower.suffix(2)", (("suffix", 2),)))
+    assert block.l2 == 2.0
+    with pytest.raises(SpecError, match="not a view of the block's outcome"):
+        check(parse_text(CHAIN + "multinomial e : P(x.lower | z) features(x.suffix(2))\n"))
+
+
+def random_block(rng: np.random.Generator, kappa: float) -> features.FeaturedBlock:
+    words = ["<unk>", "walk", "walked", "talked", "Talk", "12", "a-b", "cat", "cats"]
+    feats = (Feature("x", ()), Feature("x.suffix(2)", (("suffix", 2),)), Feature("x.capitalized", (("capitalized", None),)))
+    active = np.arange(len(words)) > 0
+    return features.build("emit", 3, kappa, feats, words, active)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_gradient_equals_finite_differences(seed):
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, kappa=float(rng.uniform(0, 2)))
+    counts = rng.gamma(0.8, size=(block.phi.shape[0], block.rows)) * block.active[:, None]
+    weights = rng.normal(size=(block.n_features, block.rows))
+    _, gradient = block.objective(weights, counts)
+    eps = 1e-6
+    for _ in range(12):
+        i, r = rng.integers(block.n_features), rng.integers(block.rows)
+        step = np.zeros_like(weights)
+        step[i, r] = eps
+        numeric = (block.objective(weights + step, counts)[0] - block.objective(weights - step, counts)[0]) / (2 * eps)
+        assert gradient[i, r] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_m_step_never_lowers_its_objective(seed):
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, kappa=float(rng.uniform(0, 2)))
+    counts = rng.gamma(0.8, size=(block.phi.shape[0], block.rows)) * block.active[:, None]
+    start = rng.normal(size=(block.n_features, block.rows))
+    for max_iterations in (1, 3, 100):
+        found = block.maximize(counts, start, max_iterations)
+        assert block.objective(found, counts)[0] >= block.objective(start, counts)[0] - 1e-12
+    optimum = block.maximize(counts, start)
+    assert np.abs(block.objective(optimum, counts)[1]).max() < 1e-4  # a stationary point
+
+
+def test_probabilities_are_normalised_over_seen_outcomes():
+    block = random_block(np.random.default_rng(0), kappa=1.0)
+    p = np.exp(block.log_probabilities(np.random.default_rng(1).normal(size=(block.n_features, block.rows))))
+    np.testing.assert_allclose(p.sum(axis=0), 1.0)
+    assert (p[0] == 0).all()  # <unk> is never seen in training
+
+
+def objectives(problem, **settings) -> list[float]:
+    result = fit(problem, FitSettings(iterations=10, tolerance=0, eval_every=0, **settings))
+    return [r["objective"] for r in result.history]
+
+
+def test_identity_features_without_penalty_give_the_plain_trace(tmp_path, monkeypatch):
+    """The parameterisation is then exactly as expressive as the plain table, so EM takes the
+    same path (the optimiser run to convergence)."""
+    monkeypatch.setattr(features, "MAX_ITERATIONS", 2000)
+    plain = objectives(problem_from_lines(tmp_path, PLAIN, LINES))
+    featured = objectives(problem_from_lines(tmp_path, IDENTITY, LINES))
+    np.testing.assert_allclose(featured, plain, rtol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["batch", "hard"])
+def test_em_never_lowers_the_regularised_objective(tmp_path, algorithm):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    values = objectives(problem, algorithm=algorithm)
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(values, values[1:])), values
+    assert values[-1] > values[0]
+
+
+def test_the_objective_is_the_log_likelihood_minus_the_penalty(tmp_path):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    result = fit(problem, FitSettings(iterations=3, tolerance=0, eval_every=0))
+    from emc.runtime.executor import LocalExecutor
+    from emc.structures.semiring import SUM
+
+    all_examples = np.arange(problem.n_examples)
+    log_z = LocalExecutor(problem).estep(result.params, all_examples, SUM, np.ones(problem.n_examples)).log_z
+    block = problem.layout.table("emit").featured
+    penalty = 0.25 * float(np.sum(result.params.features["emit"] ** 2))
+    assert penalty > 0
+    assert result.objective == pytest.approx(float(log_z.sum()) - penalty, rel=1e-12)
+
+
+def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path):
+    problem = problem_from_lines(tmp_path, FEATURED, ["A dog walked", "the cat-s 12", "walked"])
+    rng = np.random.default_rng(7)
+    theta = np.zeros(problem.layout.size)
+    trans = problem.layout.table("trans")
+    values = rng.gamma(0.7, size=trans.size) + 1e-3
+    m = values.reshape(trans.outcomes, trans.rows)
+    theta[trans.entries] = (m / m.sum(axis=0)).ravel()
+    emit = problem.layout.table("emit")
+    weights = rng.normal(size=(emit.featured.n_features, emit.rows))
+    emit.matrix(theta)[:] = np.exp(emit.featured.log_probabilities(weights))
+    params = ParamState.plain(theta, problem.layout, {"emit": weights})
+    for example in range(problem.n_examples):
+        check_against_enumeration(problem, params, example, chain_structures(problem, example))
+
+
+@pytest.mark.parametrize("algorithm", ["vb", "incremental"])
+def test_variants_without_a_log_linear_form_refuse(tmp_path, algorithm):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    with pytest.raises(EmcError, match=f"--algorithm {algorithm} cannot fit featured blocks \\(emit\\)"):
+        fit(problem, FitSettings(algorithm=algorithm, iterations=1, passes=1))
+
+
+def test_smoothing_a_featured_block_from_the_command_line_is_refused(tmp_path):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    with pytest.raises(EmcError, match="regularised by its l2"):
+        fit(problem, FitSettings(iterations=1, regularizers={"emit": (0.1, None)}))
+
+
+@pytest.mark.parametrize("algorithm", ["annealed", "skewed"])
+def test_annealed_variants_fit_featured_blocks(tmp_path, algorithm):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    result = fit(problem, FitSettings(algorithm=algorithm, iterations=3, tolerance=0, eval_every=0,
+                                      beta_min=0.5, beta_factor=2.0))
+    weights = result.params.weights(problem.layout)
+    emit = problem.layout.table("emit")
+    np.testing.assert_allclose(emit.matrix(weights), np.exp(emit.featured.log_probabilities(result.params.features["emit"])))
+
+
+def fit_saved_run(tmp_path):
+    from emc.cli import main
+
+    spec = tmp_path / "f.em"
+    spec.write_text(FEATURED)
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(LINES) + "\n")
+    run = tmp_path / "run"
+    assert main(["fit", str(spec), str(data), "--iterations", "4", "--out", str(run)]) == 0
+    return run
+
+
+def test_a_saved_featured_model_decodes_unseen_words_from_their_features(tmp_path, capsys):
+    from emc.cli import main
+    from emc.runtime.decode import bind_saved
+    from emc.runtime.model_dir import load_run
+
+    run = fit_saved_run(tmp_path)
+    saved = load_run(run)
+    assert saved.features["emit"].shape[1] == 3
+    new = tmp_path / "new.txt"
+    new.write_text("The dog jumped\nthe Bird walks 77\n")  # Bird, walks, 77: never seen in training
+    capsys.readouterr()
+    assert main(["decode", str(run), str(new)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+    problem, params = bind_saved(saved, str(new), {})
+    emit = problem.layout.table("emit")
+    space = emit.outcome_spaces[0]
+    vocab = problem.vocabs[space]
+    trained = saved.info["vocab_sizes"][space]
+    table = emit.matrix(params.weights(problem.layout))
+    block = emit.featured
+    weights = saved.features["emit"]
+    log_z = np.log(np.exp(block.phi[:trained, :len(weights)][block.active[:trained]] @ weights).sum(axis=0))
+    columns = {name: i for i, name in enumerate(block.feature_names)}
+    for word in ("Bird", "walks", "77"):
+        i = vocab.index[word]
+        assert i >= trained  # kept its own id, not <unk>
+        keys = [f"{f.text}={apply_views(word, f.views)}" for f in block.features]
+        seen = [columns[k] for k in keys if columns.get(k, len(weights)) < len(weights)]
+        assert seen and len(seen) < len(keys)  # the word's identity was never seen; some of its spelling was
+        np.testing.assert_allclose(table[i], np.exp(weights[seen].sum(axis=0) - log_z), rtol=1e-10)
+    # different spellings, different scores: not one <unk> column
+    assert not np.allclose(table[vocab.index["walks"]], table[vocab.index["77"]])
+    # the training words keep their saved probabilities
+    with np.load(run / "params.npz") as npz:
+        np.testing.assert_allclose(table[1:trained], npz["table_emit"][1:], rtol=1e-12)
+
+
+def test_info_on_a_run_lists_the_heaviest_features_per_row(tmp_path, capsys):
+    from emc.cli import main
+
+    run = fit_saved_run(tmp_path)
+    capsys.readouterr()
+    assert main(["info", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "block emit:" in out and "l2(0.5)" in out
+    rows = [line for line in out.splitlines() if line.startswith("  row ")]
+    assert len(rows) == 3
+    assert all(line.count(" +") + line.count(" -") >= 8 for line in rows)
+    assert "x.suffix(2)=" in out
+
+
+def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
+    """Against the textbook update over whole tables: mu <- (1 - eta) mu + eta s per mini-batch,
+    then the plain rows normalised and the featured block's weights by the gradient M-step on its
+    mu. On 6 sentences in mini-batches of 2 every slice of a pass is one mini-batch, so the
+    variant's M-step per slice is one per mini-batch here."""
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.initialize import initial_params
+    from emc.runtime.variants.online_state import start_mass, statistics_state
+    from emc.structures.semiring import SUM
+
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    settings = FitSettings(algorithm="stepwise", passes=2, batch_size=2, tolerance=0, eval_every=0, seed=3)
+    result = fit(problem, settings)
+
+    layout = problem.layout
+    trans, emit = layout.table("trans"), layout.table("emit")
+    rng = np.random.default_rng(settings.seed)
+    executor = LocalExecutor(problem)
+    start = initial_params(problem, settings, executor, rng)
+    weights = start.features["emit"]
+    mu = statistics_state(start, layout, np.zeros(len(layout.tables)), start_mass(problem, settings)).theta.copy()
+    k = 0
+
+    def current() -> np.ndarray:
+        theta = problem.fixed_theta.copy()
+        m = trans.matrix(mu)
+        trans.matrix(theta)[:] = m / m.sum(axis=0)
+        emit.matrix(theta)[:] = np.exp(emit.featured.log_probabilities(weights))
+        return theta
+
+    for _ in range(settings.passes):
+        order = rng.permutation(problem.n_examples).astype(np.int64)
+        for start_at in range(0, len(order), settings.batch_size):
+            batch = order[start_at:start_at + settings.batch_size]
+            counts = executor.estep(ParamState.plain(current(), layout), batch, SUM, np.ones(len(batch))).counts
+            eta = (k + 2.0) ** -settings.alpha
+            mu = (1 - eta) * mu + eta * counts
+            weights = emit.featured.maximize(emit.matrix(mu).copy(), weights)
+            k += 1
+    np.testing.assert_allclose(result.params.weights(layout), current(), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(result.params.features["emit"], weights, rtol=1e-5, atol=1e-8)
+
+
+def test_restarts_keep_the_best_runs_weights(tmp_path):
+    from emc.runtime.fit import fit_with_restarts
+
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    result = fit_with_restarts(problem, FitSettings(iterations=3, tolerance=0, eval_every=0, restarts=2))
+    emit = problem.layout.table("emit")
+    np.testing.assert_allclose(emit.matrix(result.params.weights(problem.layout)),
+                               np.exp(emit.featured.log_probabilities(result.params.features["emit"])), rtol=1e-12)
+    best = max((r for r in result.history if r["restart"] in (0, 1)), key=lambda r: r["objective"])
+    assert result.objective >= best["objective"] - 1e-9 * abs(best["objective"])
+
+
+def test_resuming_a_featured_fit_ends_like_an_uninterrupted_one(tmp_path):
+    from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
+
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    settings = FitSettings(iterations=4, tolerance=0, eval_every=0)
+    whole = fit(problem, settings)
+    saved = {}
+
+    def keep(state):
+        if state.step == 2:
+            save_checkpoint(tmp_path / "run", state, {})
+            saved["done"] = True
+
+    fit(problem, FitSettings(iterations=2, tolerance=0, eval_every=0), after_step=keep)
+    _, state = load_checkpoint(tmp_path / "run")
+    assert "emit" in state.params.features
+    resumed = fit(problem, settings, state=state)
+    np.testing.assert_array_equal(resumed.params.theta, whole.params.theta)
+    np.testing.assert_array_equal(resumed.params.features["emit"], whole.params.features["emit"])
