@@ -14,10 +14,7 @@ indices first (NP-SBJ-1 -> NP, PP=2 -> PP); an unknown label takes its first chi
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
-from emc.io.ptb import EMPTY_ELEMENT, PUNCTUATION, TreeError
+from emc.io.ptb import Node, leaf_tags, parse_stripped
 
 LEFT, RIGHT = "left", "right"
 HEAD_RULES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -59,96 +56,17 @@ NP_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
     (RIGHT, ("JJ", "JJS", "RB", "QP")),
 )
 NOUN_PHRASES = frozenset({"NP", "NML"})
-_TOKEN = re.compile(r"\(|\)|[^\s()]+")
-
-
-@dataclass
-class Node:
-    label: str  # a phrase label without function tags, or a leaf's tag
-    children: list["Node"] = field(default_factory=list)
-    position: int = -1  # a kept leaf's index among the kept leaves; -1 for phrases
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.position >= 0
-
-
-def category(label: str) -> str:
-    """A label without function tags and indices: NP-SBJ-1 -> NP, PP=2 -> PP (-NONE-, -LRB- kept)."""
-    if label.startswith("-"):
-        return label
-    return re.split(r"[-=]", label, maxsplit=1)[0] or label
 
 
 def read_dependencies(text: str) -> tuple[list[str], list[int]]:
     """The stripped tag yield of one bracketed tree and each tag's head (1-based, 0 for the root)."""
-    root = _parse(text)
-    tags: list[str] = []
-    _number_leaves(root, tags)
+    root = parse_stripped(text)
+    tags = leaf_tags(root)
     if not tags:
         return [], []
     heads = [0] * len(tags)
     _attach(root, heads)
     return tags, heads
-
-
-def _parse(text: str) -> Node:
-    """A labeled tree with the stripped leaves and empty constituents removed (iterative, so deep
-    trees cannot exhaust the stack)."""
-    tokens = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(text)]
-    if not tokens:
-        raise TreeError("empty line: expected a tree")
-    stack: list[Node] = []
-    position = 0
-    top: Node | None = None
-    while True:
-        if position >= len(tokens):
-            raise TreeError(f"unbalanced parentheses: {len(stack)} bracket(s) never closed")
-        token, column = tokens[position]
-        if token == ")":
-            if not stack:
-                raise TreeError(f"')' at column {column} closes nothing")
-            node = stack.pop()
-            position += 1
-            if stack:
-                if node.children:
-                    stack[-1].children.append(node)
-                continue
-            top = node
-            break
-        if token != "(":
-            raise TreeError(f"'{token}' at column {column}: expected '(' (a word must follow its tag)")
-        nxt = tokens[position + 1][0] if position + 1 < len(tokens) else ")"
-        after = tokens[position + 2][0] if position + 2 < len(tokens) else ""
-        if nxt not in "()" and after not in "()":
-            if position + 3 >= len(tokens) or tokens[position + 3][0] != ")":
-                raise TreeError(f"the leaf at column {column} has more than a tag and a word")
-            leaf = Node(nxt, position=0)
-            position += 4
-            if not stack:
-                top = Node("", [leaf]) if nxt != EMPTY_ELEMENT and nxt not in PUNCTUATION else Node("")
-                break
-            if nxt != EMPTY_ELEMENT and nxt not in PUNCTUATION:
-                stack[-1].children.append(leaf)
-            continue
-        if nxt == ")":
-            raise TreeError(f"empty brackets '()' at column {column}")
-        stack.append(Node(category(nxt) if nxt != "(" else ""))
-        position += 1 if nxt == "(" else 2
-    if position < len(tokens):
-        raise TreeError(f"text after the end of the tree at column {tokens[position][1]}")
-    return top
-
-
-def _number_leaves(root: Node, tags: list[str]) -> None:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.is_leaf:
-            node.position = len(tags)
-            tags.append(node.label)
-        else:
-            stack.extend(reversed(node.children))
 
 
 def head_child(node: Node) -> Node:
