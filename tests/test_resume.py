@@ -77,14 +77,20 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     run = tmp_path / "run"
     # far more iterations than it can run before the signal: on a loaded machine 1000 tiny ones
     # could finish between the poll and the signal
-    process = subprocess.Popen(fit_command(data, run, "--iterations", "1000000"), stderr=subprocess.PIPE,
+    # -X faulthandler: should the fit hang after the signal, SIGABRT makes it print where it is
+    command = fit_command(data, run, "--iterations", "1000000")
+    process = subprocess.Popen([command[0], "-X", "faulthandler", *command[1:]], stderr=subprocess.PIPE,
                                text=True, cwd=tmp_path)
     deadline = time.time() + 300
     while steps_done(run) < 2 and time.time() < deadline:
         time.sleep(0.05)
     assert steps_done(run) >= 2, "the fit did not get going in time"
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        pytest.fail(f"the fit did not end within 60 s of Ctrl-C; where it was:\n{process.communicate()[1]}")
     assert process.returncode == 130, err
     assert "interrupted after" in err and "--resume" in err and "Traceback" not in err
     assert (run / "params.npz").exists() and (run / "run.json").exists()
