@@ -452,7 +452,7 @@ def _sample_parser(sub) -> None:
     p.add_argument("--vocab-size", type=int, default=None,
                    help="distinct words, symbols or field values (default 1000); a DMV's tags (default 20)")
     p.add_argument("--mean-length", type=float, default=15.0,
-                   help="the mean sentence length (a DMV's before sentences over 4x it are redrawn)")
+                   help="the mean sentence length (Poisson)")
     p.add_argument("--format", choices=("tokens", "conll", "ptb", "fields"), default=None,
                    help="tokens: one sentence per line; conll: one token per line with its state (chain) or "
                         "head (deptree); ptb: one tree per line (PCFG); fields: `v ||| n` (a label over "
