@@ -21,7 +21,8 @@ from emc.structures.registry import package_for
 def sample_text(spec: str, overrides: dict[str, Any], examples: int, seed: int, options: dict[str, Any]) -> str:
     model = check(parse_file(spec), overrides)
     name = model.structure.name
-    module = f"emc.structures.{package_for(name, model.binding)}.sample"
+    package = package_for(name, model.binding)
+    module = f"emc.structures.{package}.sample"
     try:
         sampler = importlib.import_module(module)
     except ModuleNotFoundError as err:
@@ -30,7 +31,7 @@ def sample_text(spec: str, overrides: dict[str, Any], examples: int, seed: int, 
         raise EmcError(f"emc sample: the {name} structure cannot sample data yet") from None
     fmt = options.get("format") or sampler.FORMATS[0]
     if fmt not in sampler.FORMATS:
-        raise EmcError(f"emc sample: this {name} model prints formats {', '.join(sampler.FORMATS)}, not '{fmt}'")
+        raise EmcError(f"emc sample: the {package} sampler prints formats {', '.join(sampler.FORMATS)}, not '{fmt}'")
     rng = np.random.default_rng(seed)
     drawn = sampler.sample(model, model.binding.args, rng, examples, options)
     return sampler.format_sentences(drawn, fmt)
