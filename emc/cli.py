@@ -440,14 +440,24 @@ def cmd_decode(args) -> int:
 
 def _sample_parser(sub) -> None:
     p = sub.add_parser("sample", help="data from a random model", formatter_class=_Formatter,
-                       description="Print examples drawn from a random model of the spec (with --format conll, "
-                                   "each token with its true state, for evaluating recovery).")
+                       description="Print examples drawn from a random model of the spec, for the structures "
+                                   "chain, segmentation, a span tree with labels (PCFG), deptree (DMV) and a "
+                                   "label over several fields. Where the fit can read them, the true structures "
+                                   "come with the data, for evaluating recovery: a chain's states with --format "
+                                   "conll, a PCFG's trees (ptb, its default), a DMV's heads (conll, its default); "
+                                   "a segmentation's spaces are its gold (emc fit --gold-spaces).")
     p.add_argument("spec")
     p.add_argument("--examples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--vocab-size", type=int, default=1000)
-    p.add_argument("--mean-length", type=float, default=15.0)
-    p.add_argument("--format", choices=("tokens", "conll"), default="tokens")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="distinct words, symbols or field values (default 1000); a DMV's tags (default 20)")
+    p.add_argument("--mean-length", type=float, default=15.0,
+                   help="the mean sentence length (Poisson)")
+    p.add_argument("--format", choices=("tokens", "conll", "ptb", "fields"), default=None,
+                   help="tokens: one sentence per line; conll: one token per line with its state (chain) or "
+                        "head (deptree); ptb: one tree per line (PCFG); fields: `v ||| n` (a label over "
+                        "fields). Default: the structure's first (chain and segmentation tokens, PCFG ptb, "
+                        "DMV conll, tuples fields)")
     _structure_arguments(p)
     p.set_defaults(handler=cmd_sample)
 

@@ -17,9 +17,9 @@ from emc.structures.spantree import SPANTREE
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALIGNMENT, SPANTREE, LABEL, DEPTREE)}
 
 
-def _package(name: str, binding: Binding | None) -> str:
-    """The package holding the structure's code: its own, or the one its binding's settings
-    select (Structure.package)."""
+def package_for(name: str, binding: Binding | None = None) -> str:
+    """The package under emc/structures/ holding the structure's code: its own, or the one its
+    binding's settings select (Structure.package: a span tree with labels is a PCFG)."""
     structure = STRUCTURES.get(name)
     if binding is not None and structure is not None and structure.package is not None:
         return structure.package(binding)
@@ -29,14 +29,14 @@ def _package(name: str, binding: Binding | None) -> str:
 def codegen_for(name: str, binding: Binding | None = None) -> ModuleType:
     """The structure's code-generation descriptor (emc/structures/NAME/codegen.py): its template,
     its packed arrays, and how the glue names each attribute inside a slot's loops."""
-    return importlib.import_module(f"emc.structures.{_package(name, binding)}.codegen")
+    return importlib.import_module(f"emc.structures.{package_for(name, binding)}.codegen")
 
 
 def data_for(name: str, binding: Binding | None = None) -> StructureData:
     """The structure's data side (emc/structures/NAME/data.py, typed by emc/structures/hooks.py):
     packing a corpus into arrays, reading decoded structures back, and the task's output format.
     Without a binding, the structure's own package (its formats and options)."""
-    return _data_of_package(_package(name, binding))
+    return _data_of_package(package_for(name, binding))
 
 
 @functools.cache

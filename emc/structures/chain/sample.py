@@ -12,6 +12,8 @@ import numpy as np
 
 from emc.spec.check import CheckedModel
 
+FORMATS = ("tokens", "conll")  # conll: each word with its true state, the gold of `emc fit --format conll`
+
 
 def sample(model: CheckedModel, args: dict[str, Any], rng: np.random.Generator, examples: int,
            options: dict[str, Any]) -> list[list[tuple[str, str]]]:
