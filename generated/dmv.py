@@ -18,9 +18,11 @@ from emc.structures.semiring import SUM
 STRUCTURE = "deptree"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "tags", )
+ARRAYS = ("offsets", "tags", "constrained", "gold_head", )
 A_OFFSETS = 0
 A_TAGS = 1
+A_CONSTRAINED = 2
+A_GOLD_HEAD = 3
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 18
@@ -75,7 +77,24 @@ def _scores(ex, ints, layout, meta, params):
                     p = 1.0
                     p *= read(params, meta, T_STOP, ((tag_h) * size_direction + side) * size_bool + adj, s)  # stop: P(d.stop | d.head, d.direction, d.adjacent)
                     stop[h, side, adj, s] = np.log(p)
+    _keep_given_tree(ex, first, n, ints, layout, root, attach)
     return root, attach, stop
+
+
+@njit(cache=True)
+def _keep_given_tree(ex, first, n, ints, layout, root, attach):
+    """A labeled example (its tree given) keeps only that tree's root and attachments."""
+    constrained = array(ints, layout, A_CONSTRAINED)
+    if constrained.shape[0] == 0 or constrained[ex] == 0:
+        return
+    gold_head = array(ints, layout, A_GOLD_HEAD)
+    for a in range(n):
+        given = gold_head[first + a]
+        if given != 0:
+            root[a] = -np.inf
+        for h in range(n):
+            if h != a and given != h + 1:
+                attach[h, a] = -np.inf
 
 
 @njit(cache=True)

@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from emc.runtime.problem import Model, bind
 from emc.structures.deptree import dp
 from emc.structures.deptree.data import INITIALIZERS
 from emc.structures.semiring import MAX, SUM
@@ -88,3 +89,30 @@ def test_nan_parameters_give_nan_never_a_finite_score():
     for semiring in (SUM, MAX):
         out = dp.marginals(semiring, root, attach, stop, n, np.zeros(n), np.zeros((n, n)), np.zeros((n, 2, 2, 2)))
         assert np.isnan(out)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=4), min_size=1, max_size=2),
+       seed=st.integers(0, 2**16))
+def test_a_labeled_sentence_counts_its_given_tree_only(tmp_path, data, seed):
+    """--labeled: a sentence given with its tree (CoNLL heads) is one structure, that tree; the
+    unlabeled copy of it keeps every tree."""
+    rng = np.random.default_rng(seed)
+    model = Model.from_text(SPEC, "test.em")
+    options = {"format": "conll", "word_column": 1, "head_column": 2}
+    trees = [list(projective_trees(len(s)))[rng.integers(0, sum(1 for _ in projective_trees(len(s))))] for s in data]
+    text = "\n".join("\n".join(f"{w} {h}" for w, h in zip(s, heads)) + "\n" for s, heads in zip(data, trees))
+    path = tmp_path / "given.conll"
+    path.write_text(text)
+    vocabs: dict = {}
+    corpus = model.read(str(path), options, vocabs)
+    corpus = corpus.concat(model.read(str(path), options, vocabs), labeled=True)
+    problem = bind(model, corpus, vocabs, options)
+    params = random_params(problem, rng)
+    for example in range(2 * len(data)):
+        structures = list(deptree_structures(problem, example))
+        if example >= len(data):
+            structures = [s for s in structures if tuple(s[1]) == tuple(trees[example - len(data)])]
+            assert len(structures) == 1
+        check_against_enumeration(problem, params, example, structures,
+                                  lambda decoded, ex=example: decoded_form(problem, ex, decoded))

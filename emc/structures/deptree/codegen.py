@@ -16,8 +16,10 @@ TEMPLATE = "deptree.py.j2"
 
 def arrays(binding: Binding) -> list[str]:
     """offsets: example boundaries; tags: the token id of every word (`<unk>` at decode time for
-    tokens the model was not trained on)."""
-    return ["offsets", "tags"]
+    tokens the model was not trained on); constrained: 1 for the examples whose tree is given
+    (--labeled), gold_head: per word of the corpus, its given head (1-based, 0: the root); both
+    empty when no example is labeled."""
+    return ["offsets", "tags", "constrained", "gold_head"]
 
 
 def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:

@@ -141,9 +141,8 @@ def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
          options: dict[str, Any], vocabs: dict[str, Vocabulary], frozen: dict[str, int] | None) -> dict[str, np.ndarray]:
     """offsets and every word's token id; at fit time the ids are counted (for the `<unk>`
-    estimate), at decode time ids the model was not trained on become 0 (`<unk>`)."""
-    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
-        raise DataError(corpus.path, None, "the deptree structure does not take labeled examples (--labeled) yet")
+    estimate), at decode time ids the model was not trained on become 0 (`<unk>`). The labeled
+    examples' trees (--labeled, read with their gold heads) as `constrained` and `gold_head`."""
     x = model.binding.observed["x"]
     field = corpus.fields[x]
     tags = field.ids.astype(np.int32)
@@ -151,7 +150,22 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
         field.vocab.count(tags)
     else:
         tags = np.where(tags < frozen[f"vocab:{x}"], tags, 0).astype(np.int32)
-    return {"offsets": field.offsets.astype(np.int32), "tags": tags}
+    arrays = {"offsets": field.offsets.astype(np.int32), "tags": tags,
+              "constrained": np.zeros(0, np.int32), "gold_head": np.zeros(0, np.int32)}
+    labeled = corpus.labeled_mask
+    if labeled is not None and labeled.any():
+        gold = corpus.gold.get("heads")
+        constrained = labeled.astype(np.int32)
+        gold_head = np.zeros(len(tags), np.int32)
+        for ex in np.flatnonzero(labeled):
+            heads = gold[ex] if gold is not None else None
+            if heads is None:
+                path, line = corpus.location(ex)
+                raise DataError(path, line, "a labeled sentence needs its tree: give --labeled data in a format with "
+                                            "heads (ptb, conll, conllu) and no `_` head")
+            gold_head[field.offsets[ex]:field.offsets[ex + 1]] = heads
+        arrays.update(constrained=constrained, gold_head=gold_head)
+    return arrays
 
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
