@@ -77,10 +77,13 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     run = tmp_path / "run"
     # far more iterations than it can run before the signal: on a loaded machine 1000 tiny ones
     # could finish between the poll and the signal
-    # -X faulthandler: should the fit hang after the signal, SIGABRT makes it print where it is
+    # -X faulthandler: should the fit not stop, SIGABRT makes it print where it is. The child gets
+    # SIGINT's default back: a suite started in the background of a script (`make test &`) ignores
+    # SIGINT, the fit inherits that, and Python then never raises KeyboardInterrupt (seen here)
     command = fit_command(data, run, "--iterations", "1000000")
     process = subprocess.Popen([command[0], "-X", "faulthandler", *command[1:]], stderr=subprocess.PIPE,
-                               text=True, cwd=tmp_path)
+                               text=True, cwd=tmp_path,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while steps_done(run) < 2 and time.time() < deadline:
         time.sleep(0.05)
