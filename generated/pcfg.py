@@ -5,7 +5,7 @@
 # sentence's preterminal scores emit[i, label] and the root scores (node-slot factors multiply
 # into the rewrites and the preterminals both), inside-outside over labeled
 # binary trees, and the expected counts scattered into the learned blocks. prepare,
-# estep_example, decode_example and posterior_example follow the ABI in emc/codegen/abi.py and
+# estep_example, decode_example, sample_example and posterior_example follow the ABI in emc/codegen/abi.py and
 # compile on first use.
 #   rule: P(t.left_label, t.right_label | t.label) -> rule slot
 #   emit: P(x | t.label) -> emit slot
@@ -159,6 +159,20 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     log_score = dp.viterbi(derived.reshape((K, K, K)), emit, root, n, K, nodes)
     out[:] = nodes.reshape(-1)
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A tree drawn from the posterior (the caller seeds the generator), as decode_example writes
+    the best one."""
+    K = meta[M_LABELS]
+    offsets = array(ints, layout, A_OFFSETS)
+    n = offsets[ex + 1] - offsets[ex]
+    emit, root = _scores(ex, ints, layout, meta, params)
+    nodes = np.zeros((2 * n - 1, 4), np.int64)
+    log_z = dp.sample(derived.reshape((K, K, K)), emit, root, n, K, nodes)
+    out[:] = nodes.reshape(-1)
+    return log_z
 
 
 @njit(cache=True)

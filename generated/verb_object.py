@@ -132,6 +132,14 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 
 
 @njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A class drawn from the posterior (the caller seeds the generator), as decode_example."""
+    log_z, drawn = dp.sample_class(_class_scores(ex, ints, layout, meta, params))
+    out[0] = drawn
+    return log_z
+
+
+@njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(c = k | example) for every class k."""
     marg = np.empty(meta[M_CLASSES])

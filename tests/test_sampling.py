@@ -35,19 +35,27 @@ CASES = [
     ("hmm_align", (ROOT / "specs" / "hmm_align.em").read_text(), ["a b c ||| x y z", "b ||| y"], {}, {}),
     ("spantree", (ROOT / "specs" / "ccm.em").read_text(), ["D N V D N", "N V"], {}, {}),
     ("label", (ROOT / "specs" / "naive_bayes.em").read_text(), ["a b c a", "b c"], {"classes": 4}, {}),
+    ("pcfg", (ROOT / "specs" / "pcfg.em").read_text(), ["D N V", "N V"], {"labels": 2}, {}),
+    ("tuples", (ROOT / "specs" / "verb_object.em").read_text(), ["eat ||| apple pie", "drive ||| car"],
+     {"classes": 4}, {}),
 ]
+
+
+def key(form):
+    """A decoded form as a dictionary key (a labeled tree's nodes come as a dict)."""
+    return frozenset(form.items()) if isinstance(form, dict) else form
 
 
 def posterior(problem, params, structures) -> dict:
     """Each structure's decoded form -> its posterior probability, by enumeration."""
     scores = structure_scores(problem, params, structures)
-    return {form: score / scores.sum() for (_, form), score in zip(structures, scores)}
+    return {key(form): score / scores.sum() for (_, form), score in zip(structures, scores)}
 
 
 def empirical(problem, example: int, decoded: list[np.ndarray]) -> dict:
     counts: dict = {}
     for d in decoded:
-        form = decoded_form(problem, example, d)
+        form = key(decoded_form(problem, example, d))
         counts[form] = counts.get(form, 0) + 1
     return {form: c / len(decoded) for form, c in counts.items()}
 
@@ -88,12 +96,12 @@ def check_sampled_counts(problem, params, structures, example, executor, first_d
     layout = problem.layout
     learned = layout.learned_mask()
     entries = Entries(problem)
-    by_form = {form: firings for firings, form in structures}
+    by_form = {key(form): firings for firings, form in structures}
     ex = np.array([example])
     for base, drawn in enumerate(first_draws):
         counts = executor.estep(params, ex, sampling(1, base), np.ones(1)).counts
         expected = np.zeros(layout.size)
-        for i in entries.of(by_form[decoded_form(problem, example, drawn)]):
+        for i in entries.of(by_form[key(decoded_form(problem, example, drawn))]):
             expected[i] += 1.0
         expected[~learned] = 0.0
         np.testing.assert_allclose(counts, expected, atol=1e-12)

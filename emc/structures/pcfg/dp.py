@@ -17,6 +17,11 @@ rescaling, so the max instance is the sum instance with `plus`. O(n^3 K^3) per s
 textbook writes it; here O(n^3 K^2 + n^2 K^3), since the children's labels are combined over the
 splits before the rule scores (which do not depend on the split) multiply in.
 
+Sampling draws trees top-down from the sum-semiring inside charts (`sample_tree`: the root's label
+by root * inside, then each node's split and children's labels by rule * inside(left) *
+inside(right)); under a sampling request (emc/structures/sampling.py) `marginals` fills the
+average counts of the drawn trees and returns the exact log Z.
+
 Under sum, `marginals` fills the expected counts of the sentence's rewrites (rule_counts, the
 layout of rule), preterminals (emit_counts[i, a]) and root label (root_counts[a]) and returns log Z;
 under max, the 0/1 counts of the best tree and its log score. An impossible sentence (every
@@ -25,6 +30,7 @@ tree has probability 0) returns -inf and leaves the counts at 0.
 import numpy as np
 from numba import njit
 
+from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 NEG_INF = -np.inf
@@ -232,6 +238,52 @@ def best_tree(rule, root, ins, ins_scale, n, K, nodes):
 
 
 @njit(cache=True)
+def sample_tree(rule, root, ins, ins_scale, n, K, nodes):
+    """A tree drawn from the posterior given sum-semiring inside charts, as best_tree writes the
+    best one: nodes[q] = (i, j, label, split) in preorder. Returns the number of nodes (2n - 1)."""
+    weights = np.empty(max(K, n * K * K))
+    for a in range(K):
+        weights[a] = root[a] * ins[0, n, a]
+    stack = np.empty((2 * n + 2, 3), np.int64)
+    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, draw(weights, K)
+    top, count = 1, 0
+    while top > 0:
+        top -= 1
+        i, j, a = stack[top, 0], stack[top, 1], stack[top, 2]
+        nodes[count, 0], nodes[count, 1], nodes[count, 2], nodes[count, 3] = i, j, a, 0
+        count += 1
+        if j - i < 2:
+            continue
+        q = 0
+        for k in range(i + 1, j):
+            f = np.exp(ins_scale[i, k] + ins_scale[k, j] - ins_scale[i, j])
+            for b in range(K):
+                for c in range(K):
+                    weights[q] = rule[b, c, a] * ins[i, k, b] * ins[k, j, c] * f
+                    q += 1
+        q = draw(weights, q)
+        split, left, right = i + 1 + q // (K * K), (q // K) % K, q % K
+        nodes[count - 1, 3] = split
+        stack[top, 0], stack[top, 1], stack[top, 2] = split, j, right  # popped after the left child
+        stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2] = i, split, left
+        top += 2
+    return count
+
+
+@njit(cache=True)
+def _add_tree_counts(nodes, count, share, rule_counts, emit_counts, root_counts):
+    """`share` times the 0/1 counts of the tree in nodes[:count] (preorder, see best_tree)."""
+    root_counts[nodes[0, 2]] += share
+    for q in range(count):
+        i, j, a, k = nodes[q, 0], nodes[q, 1], nodes[q, 2], nodes[q, 3]
+        if j - i == 1:
+            emit_counts[i, a] += share
+        else:
+            left, right = _child_label(nodes, count, i, k), _child_label(nodes, count, k, j)
+            rule_counts[left, right, a] += share
+
+
+@njit(cache=True)
 def _charts(n, K):
     return np.zeros((n + 1, n + 1, K)), np.full((n + 1, n + 1), NEG_INF)
 
@@ -243,22 +295,23 @@ def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_c
     rule_counts[:, :, :] = 0.0
     emit_counts[:, :] = 0.0
     root_counts[:] = 0.0
+    sampling = is_sampling(semiring)
+    chart_semiring = SUM if sampling else semiring
     ins, ins_scale = _charts(n, K)
-    inside(semiring, rule, emit, n, K, ins, ins_scale)
-    log_z = _root_total(semiring, root, ins, ins_scale, n, K)
+    inside(chart_semiring, rule, emit, n, K, ins, ins_scale)
+    log_z = _root_total(chart_semiring, root, ins, ins_scale, n, K)
     if not log_z > NEG_INF:  # -inf, or NaN from NaN parameters
         return log_z
-    if semiring == MAX:
+    if semiring == MAX or sampling:
         nodes = np.empty((2 * n - 1, 4), np.int64)
-        count = best_tree(rule, root, ins, ins_scale, n, K, nodes)
-        root_counts[nodes[0, 2]] = 1.0
-        for q in range(count):
-            i, j, a, k = nodes[q, 0], nodes[q, 1], nodes[q, 2], nodes[q, 3]
-            if j - i == 1:
-                emit_counts[i, a] = 1.0
-            else:
-                left, right = _child_label(nodes, count, i, k), _child_label(nodes, count, k, j)
-                rule_counts[left, right, a] += 1.0
+        if semiring == MAX:
+            _add_tree_counts(nodes, best_tree(rule, root, ins, ins_scale, n, K, nodes), 1.0,
+                             rule_counts, emit_counts, root_counts)
+            return log_z
+        draws = sample_count(semiring)
+        for _ in range(draws):
+            _add_tree_counts(nodes, sample_tree(rule, root, ins, ins_scale, n, K, nodes), 1.0 / draws,
+                             rule_counts, emit_counts, root_counts)
         return log_z
     out, out_scale = _charts(n, K)
     outside(rule, root, ins, ins_scale, n, K, out, out_scale)
@@ -284,6 +337,18 @@ def viterbi(rule, emit, root, n, K, nodes):
     if log_score > NEG_INF:
         best_tree(rule, root, ins, ins_scale, n, K, nodes)
     return log_score
+
+
+@njit(cache=True)
+def sample(rule, emit, root, n, K, nodes):
+    """A tree drawn from the posterior as nodes (see best_tree) and log Z; -inf (no nodes
+    written) when no tree is possible. The caller seeds the generator."""
+    ins, ins_scale = _charts(n, K)
+    inside(SUM, rule, emit, n, K, ins, ins_scale)
+    log_z = _root_total(SUM, root, ins, ins_scale, n, K)
+    if log_z > NEG_INF:
+        sample_tree(rule, root, ins, ins_scale, n, K, nodes)
+    return log_z
 
 
 @njit(cache=True)
