@@ -3,7 +3,7 @@
 # The model's glue around the deptree DP (emc/structures/deptree/dp.py): the scores of every root
 # choice, attachment and stop decision from the blocks, Eisner's split-head inside-outside with
 # valence, and its expected counts scattered into the learned blocks. prepare, estep_example,
-# decode_example and posterior_example follow the ABI in emc/codegen/abi.py and compile on first
+# decode_example, sample_example and posterior_example follow the ABI in emc/codegen/abi.py and compile on first
 # use; scatter_counts also serves the harmonic initializer (emc/structures/deptree/data.py).
 #   root: P(d.root) -> root slot
 #   attach: P(d.dependent | d.head, d.direction) -> attach slot
@@ -171,6 +171,19 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     for a in range(n):
         out[a] = heads[a] + 1
     return log_score
+
+
+@njit(cache=True)
+def sample_example(ex, ints, layout, meta, params, derived, out):
+    """A tree drawn from the posterior (the caller seeds the generator), as decode_example writes
+    the best one."""
+    root, attach, stop = _scores(ex, ints, layout, meta, params)
+    n = root.shape[0]
+    heads = np.empty(n, np.int64)
+    log_z = dp.sample_tree(root, attach, stop, n, heads)
+    for a in range(n):
+        out[a] = heads[a] + 1
+    return log_z
 
 
 @njit(cache=True)

@@ -38,6 +38,7 @@ CASES = [
     ("pcfg", (ROOT / "specs" / "pcfg.em").read_text(), ["D N V", "N V"], {"labels": 2}, {}),
     ("tuples", (ROOT / "specs" / "verb_object.em").read_text(), ["eat ||| apple pie", "drive ||| car"],
      {"classes": 4}, {}),
+    ("deptree", (ROOT / "specs" / "dmv.em").read_text(), ["D N V D", "N V"], {}, {}),
 ]
 
 

@@ -24,12 +24,15 @@ Under sum the outside pass gives each item's posterior, hence the expected count
 arcs[h, a] (attachments) and stops[h, dir, adj, s], each decision of the stop table counted
 directly (never as a difference, so no count is negative). Under max the best tree is read back
 from the inside chart (no back-pointers: each item's best split is found again) and the same
-arrays hold its 0/1 (stops: 0/1/2...) counts. An impossible sentence returns -inf (NaN from NaN
+arrays hold its 0/1 (stops: 0/1/2...) counts. Sampling reads a tree back the same way from the
+sum-semiring chart, drawing each split in proportion to its score (`read_back`); under a sampling
+request (emc/structures/sampling.py) the arrays hold the drawn trees' average counts. An impossible sentence returns -inf (NaN from NaN
 parameters) and leaves the counts at 0.
 """
 import numpy as np
 from numba import njit
 
+from emc.structures.sampling import draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
@@ -140,14 +143,29 @@ def posteriors(root, attach, stop, n, cr, sr, ir, cl, sl, il, log_z, root_m, arc
         stops[h, LEFT, 1, 1] += np.exp(sl[h, h] + osl[h, h] - log_z)
 
 
+@njit(inline="always")
+def _choose(values, count, sampling, scratch):
+    """The index of the largest of values[:count] (the first of ties), or with `sampling` one drawn
+    in proportion to exp(value)."""
+    if sampling:
+        return draw_log(values, count, scratch)
+    best, index = NEG_INF, 0
+    for q in range(count):
+        if values[q] > best:
+            best, index = values[q], q
+    return index
+
+
 @njit(cache=True)
-def best_heads(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads):
-    """Max semiring, after `inside`: heads[a] = the head of word a in the best tree, -1 for the root."""
-    best, top_word = NEG_INF, 0
+def read_back(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads, sampling):
+    """After `inside`: heads[a] = the head of word a (-1 for the root) of the best tree (max-semiring
+    charts), or with `sampling` of a tree drawn from the posterior (sum-semiring charts; the caller
+    seeds the generator). Each item's split is found again from the chart: no back-pointers."""
+    values = np.empty(max(n, 1))
+    scratch = np.empty(max(n, 1))
     for h in range(n):
-        v = root[h] + sl[0, h] + sr[h, n - 1]
-        if v > best:
-            best, top_word = v, h
+        values[h] = root[h] + sl[0, h] + sr[h, n - 1]
+    top_word = _choose(values, n, sampling, scratch)
     heads[top_word] = -1
     stack = np.empty((4 * n + 4, 3), np.int64)
     stack[0, 0], stack[0, 1], stack[0, 2] = SEALED_LEFT, 0, top_word
@@ -159,57 +177,47 @@ def best_heads(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads):
         if i == j and (kind == SEALED_RIGHT or kind == SEALED_LEFT):
             continue
         if kind == SEALED_RIGHT:  # i's right half: its last dependent a
-            best, split = NEG_INF, i + 1
             for a in range(i + 1, j + 1):
-                v = ir[i, a] + sr[a, j]
-                if v > best:
-                    best, split = v, a
+                values[a - i - 1] = ir[i, a] + sr[a, j]
+            split = i + 1 + _choose(values, j - i, sampling, scratch)
             stack[size, 0], stack[size, 1], stack[size, 2] = OPEN_RIGHT, i, split
             stack[size + 1, 0], stack[size + 1, 1], stack[size + 1, 2] = SEALED_RIGHT, split, j
-            size += 2
         elif kind == SEALED_LEFT:  # j's left half: its last (leftmost) dependent a
-            best, split = NEG_INF, i
             for a in range(i, j):
-                v = sl[i, a] + il[a, j]
-                if v > best:
-                    best, split = v, a
+                values[a - i] = sl[i, a] + il[a, j]
+            split = i + _choose(values, j - i, sampling, scratch)
             stack[size, 0], stack[size, 1], stack[size, 2] = SEALED_LEFT, i, split
             stack[size + 1, 0], stack[size + 1, 1], stack[size + 1, 2] = OPEN_LEFT, split, j
-            size += 2
         elif kind == OPEN_RIGHT:  # i takes j; what lies between
             heads[j] = i
-            best, split = NEG_INF, i
             for m in range(i, j):
-                v = cr[i, m] + sl[m + 1, j] + cont(stop, i, RIGHT, m == i)
-                if v > best:
-                    best, split = v, m
+                values[m - i] = cr[i, m] + sl[m + 1, j] + cont(stop, i, RIGHT, m == i)
+            split = i + _choose(values, j - i, sampling, scratch)
             # CR[i, m] is i's right half up to m: the sealed-right read-back without its seal
             stack[size, 0], stack[size, 1], stack[size, 2] = SEALED_RIGHT, i, split
             stack[size + 1, 0], stack[size + 1, 1], stack[size + 1, 2] = SEALED_LEFT, split + 1, j
-            size += 2
         else:  # j takes i
             heads[i] = j
-            best, split = NEG_INF, i
             for m in range(i, j):
-                v = sr[i, m] + cl[m + 1, j] + cont(stop, j, LEFT, m + 1 == j)
-                if v > best:
-                    best, split = v, m
+                values[m - i] = sr[i, m] + cl[m + 1, j] + cont(stop, j, LEFT, m + 1 == j)
+            split = i + _choose(values, j - i, sampling, scratch)
             stack[size, 0], stack[size, 1], stack[size, 2] = SEALED_RIGHT, i, split
             stack[size + 1, 0], stack[size + 1, 1], stack[size + 1, 2] = SEALED_LEFT, split + 1, j
-            size += 2
+        size += 2
 
 
 @njit(cache=True)
-def tree_counts(heads, n, root_m, arcs, stops):
-    """The counts of one tree (heads[a], -1 for the root), as `posteriors` gives them."""
+def tree_counts(heads, n, share, root_m, arcs, stops):
+    """`share` times the counts of one tree (heads[a], -1 for the root), added to the arrays in the
+    layout `posteriors` fills."""
     left = np.zeros(n, np.int64)
     right = np.zeros(n, np.int64)
     for a in range(n):
         h = heads[a]
         if h < 0:
-            root_m[a] = 1.0
+            root_m[a] += share
             continue
-        arcs[h, a] = 1.0
+        arcs[h, a] += share
         if a < h:
             left[h] += 1
         else:
@@ -218,11 +226,11 @@ def tree_counts(heads, n, root_m, arcs, stops):
         for side in range(2):
             k = left[h] if side == LEFT else right[h]
             if k == 0:
-                stops[h, side, 1, 1] = 1.0
+                stops[h, side, 1, 1] += share
             else:
-                stops[h, side, 1, 0] = 1.0
-                stops[h, side, 0, 0] = k - 1.0
-                stops[h, side, 0, 1] = 1.0
+                stops[h, side, 1, 0] += share
+                stops[h, side, 0, 0] += (k - 1.0) * share
+                stops[h, side, 0, 1] += share
 
 
 @njit(cache=True)
@@ -239,13 +247,16 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     cl = np.full((n, n), NEG_INF)
     sl = np.full((n, n), NEG_INF)
     il = np.full((n, n), NEG_INF)
-    log_z = inside(semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
+    sampling = is_sampling(semiring)
+    log_z = inside(SUM if sampling else semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
     if not log_z > NEG_INF:
         return log_z
-    if semiring == MAX:
+    if semiring == MAX or sampling:
         heads = np.empty(n, np.int64)
-        best_heads(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads)
-        tree_counts(heads, n, root_m, arcs, stops)
+        draws = sample_count(semiring) if sampling else 1
+        for _ in range(draws):
+            read_back(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads, sampling)
+            tree_counts(heads, n, 1.0 / draws, root_m, arcs, stops)
     else:
         posteriors(root, attach, stop, n, cr, sr, ir, cl, sl, il, log_z, root_m, arcs, stops)
     return log_z
@@ -255,6 +266,18 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
 def best_tree(root, attach, stop, n, heads):
     """heads[a] = the head of word a in the best tree, -1 for the root; returns its log score
     (-inf, heads all -1, when no tree is possible)."""
+    return _one_tree(MAX, root, attach, stop, n, heads)
+
+
+@njit(cache=True)
+def sample_tree(root, attach, stop, n, heads):
+    """heads[a] of a tree drawn from the posterior (the caller seeds the generator), -1 for the
+    root; returns log Z (-inf, heads all -1, when no tree is possible)."""
+    return _one_tree(SUM, root, attach, stop, n, heads)
+
+
+@njit(cache=True)
+def _one_tree(semiring, root, attach, stop, n, heads):
     cr = np.full((n, n), NEG_INF)
     sr = np.full((n, n), NEG_INF)
     ir = np.full((n, n), NEG_INF)
@@ -262,9 +285,9 @@ def best_tree(root, attach, stop, n, heads):
     sl = np.full((n, n), NEG_INF)
     il = np.full((n, n), NEG_INF)
     heads[:] = -1
-    log_score = inside(MAX, root, attach, stop, n, cr, sr, ir, cl, sl, il)
+    log_score = inside(semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
     if log_score > NEG_INF:
-        best_heads(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads)
+        read_back(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads, semiring == SUM)
     return log_score
 
 
