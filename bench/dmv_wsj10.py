@@ -1,7 +1,8 @@
 """The DMV on WSJ10 (issue 16): directed and undirected attachment accuracy of specs/dmv.em under
 batch EM, deterministic annealing (DA) and the smoothed-L0 sparse prior on the attach block, from
 the harmonic start (the default) and from random starts over three seeds; beside the left- and
-right-attachment baselines on the same sentences; seconds per EM iteration. Prints a markdown table.
+right-attachment baselines on the same sentences; seconds per EM iteration; and the E-step's cost as
+sentences grow (n = 10, 20, 40) beside the CCM's. Prints markdown tables.
 
 WSJ10 is the shared NLTK sample of the Penn Treebank (../shared/data/ptb-sample) reduced to the
 555 sentences of at most 10 tags once -NONE- elements and punctuation are removed (--format ptb
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -83,7 +85,26 @@ def main() -> int:
     print("Values are means over the seeds, ± the standard deviation when they disagree (the harmonic start "
           "does not depend on the seed: one run). Seconds per iteration include the evaluation-free E- and M-step "
           "and, for the first iteration, the start.")
+    cost_table(args.data)
     return 0
+
+
+def cost_table(data: Path, sentences: int = 50, repeats: int = 5) -> None:
+    """The E-step's cost as sentences grow, beside the CCM's at the same n (Eisner's O(n^3))."""
+    from pcfg_wsj10 import cut_sentences, estep_ms_per_sentence, load
+
+    print()
+    print(f"E-step cost (median of {repeats}, single thread): ms per sentence, first {sentences} sentences "
+          "with at least n tags cut to n")
+    print()
+    print("| n | DMV ms / sentence | ns per unit of n^3 | CCM ms / sentence |")
+    print("| --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (10, 20, 40):
+            path = cut_sentences(data, n, sentences, Path(tmp))
+            ms = estep_ms_per_sentence(load("dmv.em", path, None, {}), repeats)
+            ccm_ms = estep_ms_per_sentence(load("ccm.em", path, None, {}), repeats)
+            print(f"| {n} | {ms:.3f} | {1e6 * ms / n ** 3:.1f} | {ccm_ms:.3f} |", flush=True)
 
 
 if __name__ == "__main__":
