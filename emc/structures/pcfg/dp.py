@@ -17,7 +17,7 @@ rescaling, so the max instance is the sum instance with `plus`. O(n^3 K^3) per s
 textbook writes it; here O(n^3 K^2 + n^2 K^3), since the children's labels are combined over the
 splits before the rule scores (which do not depend on the split) multiply in.
 
-Sampling draws trees top-down from the sum-semiring inside charts (`sample_tree`: the root's label
+Sampling draws trees top-down from the sum-semiring inside charts (`read_back` with sampling: the root's label
 by root * inside, then each node's split and children's labels by rule * inside(left) *
 inside(right)); under a sampling request (emc/structures/sampling.py) `marginals` fills the
 average counts of the drawn trees and returns the exact log Z.
@@ -202,50 +202,31 @@ def _expected_counts(rule, root, ins, ins_scale, out, out_scale, n, K, log_z, ru
                         rule_counts[b, c, a] += parent[a] * rule[b, c, a] * w
 
 
-@njit(cache=True)
-def best_tree(rule, root, ins, ins_scale, n, K, nodes):
-    """The best tree from max-semiring inside charts (each node's best split and child labels
-    found again, no back-pointers stored): nodes[q] = (i, j, label, split) in preorder, split 0
-    for a preterminal. Returns the number of nodes (2n - 1)."""
-    best, label = -1.0, 0
-    for a in range(K):
-        v = root[a] * ins[0, n, a]
-        if v > best:
-            best, label = v, a
-    stack = np.empty((2 * n + 2, 3), np.int64)
-    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, label
-    top, count = 1, 0
-    while top > 0:
-        top -= 1
-        i, j, a = stack[top, 0], stack[top, 1], stack[top, 2]
-        nodes[count, 0], nodes[count, 1], nodes[count, 2], nodes[count, 3] = i, j, a, 0
-        count += 1
-        if j - i < 2:
-            continue
-        value, split, left, right = -1.0, i + 1, 0, 0
-        for k in range(i + 1, j):
-            f = np.exp(ins_scale[i, k] + ins_scale[k, j] - ins_scale[i, j])
-            for b in range(K):
-                for c in range(K):
-                    v = rule[b, c, a] * ins[i, k, b] * ins[k, j, c] * f
-                    if v > value:
-                        value, split, left, right = v, k, b, c
-        nodes[count - 1, 3] = split
-        stack[top, 0], stack[top, 1], stack[top, 2] = split, j, right  # popped after the left child
-        stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2] = i, split, left
-        top += 2
-    return count
+@njit(inline="always")
+def _choose(weights, count, sampling):
+    """The index of the largest of weights[:count] (the first of ties), or with `sampling` one drawn
+    in proportion to its weight."""
+    if sampling:
+        return draw(weights, count)
+    best, index = -1.0, 0
+    for q in range(count):
+        if weights[q] > best:
+            best, index = weights[q], q
+    return index
 
 
 @njit(cache=True)
-def sample_tree(rule, root, ins, ins_scale, n, K, nodes):
-    """A tree drawn from the posterior given sum-semiring inside charts, as best_tree writes the
-    best one: nodes[q] = (i, j, label, split) in preorder. Returns the number of nodes (2n - 1)."""
+def read_back(rule, root, ins, ins_scale, n, K, nodes, sampling):
+    """A tree read back from the inside charts: the best one from max-semiring charts, or with
+    `sampling` one drawn from the posterior given sum-semiring charts (the caller seeds the
+    generator); each node's split and children's labels are found again, no back-pointers
+    stored. nodes[q] = (i, j, label, split) in preorder, split 0 for a preterminal. Returns the
+    number of nodes (2n - 1)."""
     weights = np.empty(max(K, n * K * K))
     for a in range(K):
         weights[a] = root[a] * ins[0, n, a]
     stack = np.empty((2 * n + 2, 3), np.int64)
-    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, draw(weights, K)
+    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, _choose(weights, K, sampling)
     top, count = 1, 0
     while top > 0:
         top -= 1
@@ -261,7 +242,7 @@ def sample_tree(rule, root, ins, ins_scale, n, K, nodes):
                 for c in range(K):
                     weights[q] = rule[b, c, a] * ins[i, k, b] * ins[k, j, c] * f
                     q += 1
-        q = draw(weights, q)
+        q = _choose(weights, q, sampling)
         split, left, right = i + 1 + q // (K * K), (q // K) % K, q % K
         nodes[count - 1, 3] = split
         stack[top, 0], stack[top, 1], stack[top, 2] = split, j, right  # popped after the left child
@@ -272,7 +253,7 @@ def sample_tree(rule, root, ins, ins_scale, n, K, nodes):
 
 @njit(cache=True)
 def _add_tree_counts(nodes, count, share, rule_counts, emit_counts, root_counts):
-    """`share` times the 0/1 counts of the tree in nodes[:count] (preorder, see best_tree)."""
+    """`share` times the 0/1 counts of the tree in nodes[:count] (preorder, see read_back)."""
     root_counts[nodes[0, 2]] += share
     for q in range(count):
         i, j, a, k = nodes[q, 0], nodes[q, 1], nodes[q, 2], nodes[q, 3]
@@ -304,13 +285,9 @@ def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_c
         return log_z
     if semiring == MAX or sampling:
         nodes = np.empty((2 * n - 1, 4), np.int64)
-        if semiring == MAX:
-            _add_tree_counts(nodes, best_tree(rule, root, ins, ins_scale, n, K, nodes), 1.0,
-                             rule_counts, emit_counts, root_counts)
-            return log_z
-        draws = sample_count(semiring)
+        draws = sample_count(semiring) if sampling else 1
         for _ in range(draws):
-            _add_tree_counts(nodes, sample_tree(rule, root, ins, ins_scale, n, K, nodes), 1.0 / draws,
+            _add_tree_counts(nodes, read_back(rule, root, ins, ins_scale, n, K, nodes, sampling), 1.0 / draws,
                              rule_counts, emit_counts, root_counts)
         return log_z
     out, out_scale = _charts(n, K)
@@ -329,25 +306,25 @@ def _child_label(nodes, count, i, j):
 
 @njit(cache=True)
 def viterbi(rule, emit, root, n, K, nodes):
-    """The best tree as nodes (i, j, label, split) in preorder (see best_tree) and its log score;
+    """The best tree as nodes (i, j, label, split) in preorder (see read_back) and its log score;
     -inf (no nodes written) when no tree is possible."""
     ins, ins_scale = _charts(n, K)
     inside(MAX, rule, emit, n, K, ins, ins_scale)
     log_score = _root_total(MAX, root, ins, ins_scale, n, K)
     if log_score > NEG_INF:
-        best_tree(rule, root, ins, ins_scale, n, K, nodes)
+        read_back(rule, root, ins, ins_scale, n, K, nodes, False)
     return log_score
 
 
 @njit(cache=True)
 def sample(rule, emit, root, n, K, nodes):
-    """A tree drawn from the posterior as nodes (see best_tree) and log Z; -inf (no nodes
+    """A tree drawn from the posterior as nodes (see read_back) and log Z; -inf (no nodes
     written) when no tree is possible. The caller seeds the generator."""
     ins, ins_scale = _charts(n, K)
     inside(SUM, rule, emit, n, K, ins, ins_scale)
     log_z = _root_total(SUM, root, ins, ins_scale, n, K)
     if log_z > NEG_INF:
-        sample_tree(rule, root, ins, ins_scale, n, K, nodes)
+        read_back(rule, root, ins, ins_scale, n, K, nodes, True)
     return log_z
 
 
