@@ -83,7 +83,12 @@ def test_stepwise_rescales_without_losing_precision(problem, monkeypatch):
     expected = dense_stepwise(problem, s)
     # alpha = 1 shrinks the scale as 1/k; a threshold this high forces many rescalings
     monkeypatch.setattr(online, "RESCALE_BELOW", 0.5)
-    np.testing.assert_allclose(fit(problem, s).params.weights(problem.layout), expected, rtol=1e-9, atol=1e-12)
+    scales: list[float] = []
+    result = fit(problem, s, after_step=lambda state: scales.append(float(state.params.scale[0])))
+    np.testing.assert_allclose(result.params.weights(problem.layout), expected, rtol=1e-9, atol=1e-12)
+    # the compiled pass did rescale: unrescaled, the scale would be prod(1 - 1/(k + 2)) = 2/(k + 2)
+    # after k updates, far below 0.5 after the first pass
+    assert min(scales) >= 0.5
 
 
 def test_stepwise_rejects_an_alpha_out_of_range(problem):

@@ -37,11 +37,9 @@ from emc.structures.semiring import SUM
 I64 = types.int64[::1]
 F64 = types.float64[::1]
 
-# Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW].
+# Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW]. The compiled pass
+# takes it as an argument: numba would freeze a global's value into its on-disk cache.
 RESCALE_BELOW = 1e-100
-# The compiled pass reads this copy: it compiles on first use, and numba freezes a global's value
-# into its on-disk cache, so a caller that patches RESCALE_BELOW must not reach it.
-_RESCALE_BELOW = RESCALE_BELOW
 
 
 @njit(cache=True)
@@ -55,8 +53,9 @@ def _rescale(theta, row_total, scale):
 
 
 def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, layout, meta, params, row_of,
-                   buffer, log_z):
-    """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far)."""
+                   buffer, log_z, rescale_below):
+    """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far).
+    theta is rescaled when the scale leaves [rescale_below, 1 / rescale_below]."""
     theta, row_total, _, _, scale = params
     counts, mark, touched = buffer
     total = 0.0
@@ -79,7 +78,7 @@ def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, l
             counts[i] = 0.0
             mark[i] = 0
         k += 1
-        if scale[0] < _RESCALE_BELOW or scale[0] > 1.0 / _RESCALE_BELOW:
+        if scale[0] < rescale_below or scale[0] > 1.0 / rescale_below:
             _rescale(theta, row_total, scale)
     return total, k
 
@@ -183,7 +182,7 @@ def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta
 _PASSES = {
     "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
         PREPARE_FUNCTION, ESTEP_FUNCTION, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META,
-        PARAMS, I64, COUNTS, F64)),
+        PARAMS, I64, COUNTS, F64, types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
         PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(

@@ -13,7 +13,6 @@ import numpy as np
 
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime import online
-from emc.runtime.online import RESCALE_BELOW
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
@@ -57,7 +56,7 @@ class Stepwise(Variant):
             done, updates = online.stepwise_pass(module.prepare, module.estep_example, part,
                                                  self.settings.batch_size, updates, self.settings.alpha, self.weights,
                                                  p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
-                                                 buffer, log_z)
+                                                 buffer, log_z, online.RESCALE_BELOW)
             check_log_z(p, part, log_z)
             total += done
             self._featured_mstep(state, before, updates)
@@ -114,7 +113,7 @@ class Stepwise(Variant):
             params.theta[touched] += add
             np.add.at(params.row_total, p.layout.row_of[touched], add)
             k += 1
-            if not RESCALE_BELOW <= params.scale[0] <= 1.0 / RESCALE_BELOW:
+            if not online.RESCALE_BELOW <= params.scale[0] <= 1.0 / online.RESCALE_BELOW:
                 params.theta *= params.scale[0]
                 params.row_total *= params.scale[0]
                 params.scale[0] = 1.0
