@@ -1,4 +1,6 @@
-"""Observed views: string functions of a token (`x.lower`, `x.suffix(3)`, `x.shape`, ...).
+"""Observed views: string functions of a token (`x.lower`, `x.suffix(3)`, `x.shape`, ...), and
+pair views: yes/no tests of two words (`pair.same`, `pair.prefix(4)`), the features a featured
+block over word pairs shares across its rows (emc/runtime/pair_features.py).
 
 Each view of an observed variable gets its own vocabulary; views are computed once per corpus
 (per distinct token type), never in a hot loop. A view may follow another (`x.lower.suffix(2)`).
@@ -50,6 +52,31 @@ VIEWS: dict[str, View] = {
 }
 
 MAX_VIEW_LENGTH = 50
+
+
+@dataclass(frozen=True)
+class PairView:
+    """A yes/no test of a word pair (the outcome word, the context word), written `pair.NAME`."""
+
+    name: str
+    takes_length: bool  # prefix(n)
+    help: str
+    fires: Callable[[str, str, int | None], bool]
+
+
+def _shared_prefix(a: str, b: str, n: int | None) -> bool:
+    return len(a) >= n and len(b) >= n and a[:n] == b[:n]
+
+
+PAIR_VIEWS: dict[str, PairView] = {
+    v.name: v
+    for v in (
+        PairView("same", False, "the two words are identical", lambda a, b, n: a == b),
+        PairView("same_lower", False, "the two words are identical once lowercased", lambda a, b, n: a.lower() == b.lower()),
+        PairView("prefix", True, "both words have at least n characters and their first n are the same",
+                 _shared_prefix),
+    )
+}
 
 
 def view_key(views: tuple[tuple[str, int | None], ...]) -> str:

@@ -51,7 +51,8 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
     corpus = model.read(data, merged, vocabs)
-    trained, unseen = saved.trained, unseen_word_spaces(model.checked, saved.info["vocab_sizes"], vocabs)
+    trained, unseen = saved.trained, unseen_word_spaces(model.checked, saved.info["vocab_sizes"], vocabs,
+                                                                  frozenset(saved.sparse))
     if unseen:  # featured blocks score words never seen in training from their features
         trained = dict(trained, vocab_sizes={**trained["vocab_sizes"], **unseen})
     problem = bind(model, corpus, vocabs, merged, trained=trained)

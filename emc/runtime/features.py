@@ -62,6 +62,10 @@ class FeaturedBlock:
     def n_features(self) -> int:
         return len(self.feature_names)
 
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        return (self.n_features, self.rows)
+
     def log_z(self, weights: np.ndarray) -> np.ndarray:
         """log Z(row) over the active outcomes."""
         scores = np.asarray(self.phi_active @ weights)
@@ -158,14 +162,16 @@ def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], val
 # --- decoding: words never seen in training ---------------------------------------------------
 
 
-def unseen_word_spaces(checked, trained_sizes: dict[str, int], vocabs: dict) -> dict[str, int]:
+def unseen_word_spaces(checked, trained_sizes: dict[str, int], vocabs: dict,
+                       sparse_tables: frozenset[str] = frozenset()) -> dict[str, int]:
     """The outcome spaces of featured blocks that the data being decoded extends with new words,
     with their grown sizes: those words keep their own ids (instead of `<unk>`) so their features
     can score them. Only a space every table reads as its one outcome qualifies (the tables over
-    it then just grow by outcomes); otherwise new words stay `<unk>`."""
+    it then just grow by outcomes); otherwise new words stay `<unk>`. A sparse table
+    (`sparse_tables`) keeps its trained entries, so its new words stay `<unk>` too."""
     out = {}
     for factor in checked.tables():
-        if not factor.features:
+        if not factor.features or factor.table in sparse_tables:
             continue
         space = factor.outcome_spaces[0]
         users = [f for f in checked.tables() if space in f.outcome_spaces + f.context_spaces]

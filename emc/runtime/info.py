@@ -83,10 +83,9 @@ def describe_run(run: str, top: int = 8) -> str:
     checked = saved.model.checked
     data = saved.model.data
     lines = [f"saved model {run}: objective {saved.info['objective']:.6g}"] + _describe_model(checked)
+    args = saved.info["args"]
+    layout = ParamLayout.build(checked, {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}, saved.sparse)
     if data.summary is not None:
-        args = saved.info["args"]
-        sizes = {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}
-        layout = ParamLayout.build(checked, sizes, saved.sparse)
         lines += [f"parameters of {run}:"] + data.summary(checked, layout, saved.vocabs, args, saved.theta)
     for factor in checked.tables():
         if not factor.features:
@@ -94,6 +93,9 @@ def describe_run(run: str, top: int = 8) -> str:
         weights = saved.features.get(factor.table)
         if weights is None:
             lines.append(f"block {factor.name}: no feature weights saved")
+            continue
+        if factor.table in saved.sparse:
+            lines += _sparse_feature_lines(factor, layout.table(factor.table), saved.vocabs, weights, top)
             continue
         space = factor.outcome_spaces[0]
         values = saved.vocabs[space].values[:saved.info["vocab_sizes"][space]]
@@ -106,3 +108,22 @@ def describe_run(run: str, top: int = 8) -> str:
             cells = ", ".join(f"{block.feature_names[i]} {weights[i, r]:+.2f}" for i in heaviest)
             lines.append(f"  row {r}: {cells}")
     return "\n".join(lines)
+
+
+def _sparse_feature_lines(factor, table, vocabs: dict, weights: np.ndarray, top: int) -> list[str]:
+    """A featured sparse table (emc/runtime/pair_features.py): its shared pair features' weights,
+    then its heaviest conjoined features over all rows (a row per source word would be thousands)."""
+    from emc.runtime.pair_features import featured_sparse_table
+
+    block = featured_sparse_table(factor, table, vocabs)
+    shared = block.shared_weights(weights)
+    conjoined = block.n_features - len(shared)
+    rows = vocabs[table.context_spaces[0]].values
+    heaviest = np.argsort(-weights[:conjoined], kind="stable")[:top]
+    lines = [f"block {factor.name}: {conjoined} features conjoined with their row (a {table.context_spaces[0]} "
+             f"value) and {len(shared)} shared by every row, l2({factor.l2:g})"]
+    if shared:
+        lines.append("  shared: " + ", ".join(f"{name} {w:+.2f}" for name, w in shared.items()))
+    lines.append(f"  the {top} heaviest conjoined: " + ", ".join(
+        f"{rows[block.column_rows[i]]}: {block.feature_names[i]} {weights[i]:+.2f}" for i in heaviest))
+    return lines

@@ -82,10 +82,10 @@ def featured_start(layout, params: ParamState) -> ParamState:
     ones, which only raises the objective); without it the table becomes the projection's, so
     either way batch EM's objective never falls from the start."""
     for t in layout.featured():
-        weights = t.featured.initial_weights(t.matrix(params.theta).copy())
+        weights = t.featured.initial_weights(t.values(params.theta).copy())
         params.features[t.name] = weights
         if t.featured.identity is None:
-            t.matrix(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
+            t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
     return params
 
 

@@ -41,9 +41,9 @@ def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, 
     block = t.featured
     start = previous.features.get(t.name)
     if start is None:
-        start = np.zeros((block.n_features, block.rows))
-    weights = block.maximize(t.matrix(counts).copy(), start)
-    t.matrix(theta)[:] = np.exp(block.log_probabilities(weights))
+        start = np.zeros(block.weight_shape)
+    weights = block.maximize(t.values(counts).copy(), start)
+    t.values(theta)[:] = np.exp(block.log_probabilities(weights))
     return weights
 
 

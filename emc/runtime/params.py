@@ -85,6 +85,11 @@ class TableLayout:
             raise ValueError(f"table {self.name} is sparse: it has no matrix view")
         return flat[self.entries].reshape(self.outcomes, self.rows)
 
+    def values(self, flat: np.ndarray) -> np.ndarray:
+        """A table's entries as its featured block reads them: a dense table's (outcomes, rows)
+        matrix, a sparse table's entry vector (both views of `flat`)."""
+        return flat[self.entries] if self.sparse else self.matrix(flat)
+
     def row_sums(self, flat: np.ndarray) -> np.ndarray:
         if not self.sparse:
             return self.matrix(flat).sum(axis=0)

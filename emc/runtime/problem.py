@@ -185,17 +185,25 @@ def check_fits_in_memory(layout: ParamLayout, available: int | None = None) -> N
 
 
 def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str, Vocabulary]) -> None:
-    """Build each featured table's (outcome x feature) matrix from its outcome vocabulary, once."""
+    """Build each featured table's (outcome x feature) matrix from its outcome vocabulary, once
+    (for a sparse table over word pairs, its (entry x feature) matrix: pair_features.py)."""
     from emc.runtime.features import build
+    from emc.runtime.pair_features import featured_sparse_table
 
     for factor in checked.tables():
         if not factor.features:
             continue
         t = layout.table(factor.table)
         vocab = vocabs.get(t.outcome_spaces[0]) if len(t.outcome_spaces) == 1 else None
-        if t.sparse or vocab is None:
-            raise EmcError(f"block '{factor.name}': features apply to a dense table over a vocabulary of "
+        if vocab is None:
+            raise EmcError(f"block '{factor.name}': features apply to a table over a vocabulary of "
                            f"observed values; this {checked.structure.name} block's table is not one")
+        if t.sparse:
+            t.featured = featured_sparse_table(factor, t, vocabs)
+            continue
+        if factor.pair_features:
+            raise EmcError(f"block '{factor.name}': pair features apply to a sparse table over word pairs; "
+                           f"this {checked.structure.name} block's table is dense")
         seen = np.zeros(t.outcomes, bool)
         seen[:len(vocab.counts)] = vocab.counts[:t.outcomes] > 0
         t.featured = build(factor.table, t.rows, factor.l2, factor.features, vocab.values[:t.outcomes], seen)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from emc.io.views import MAX_VIEW_LENGTH, VIEWS, view_key
+from emc.io.views import MAX_VIEW_LENGTH, PAIR_VIEWS, VIEWS, view_key
 from emc.spec import ir
 from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
 from emc.structures.base import ArgSpec, Attribute, Binding, SlotError, Structure
@@ -50,6 +50,24 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class PairFeature:
+    """One pair feature of a featured block: `pair.prefix(4)` is text 'pair.prefix(4)', view
+    'prefix' and n 4; it tests the block's outcome word against its context word, and its one
+    weight is shared by every row (emc/runtime/pair_features.py)."""
+
+    text: str
+    view: str
+    n: int | None = None
+
+
+# Pair features a user may expect that a block over word pairs cannot score, and why.
+UNSCORABLE_PAIR_FEATURES = {
+    "position": ("a block's probabilities range over word pairs, and a link's position is not a property of "
+                 "its words", "the HMM aligner scores positions through a.jump (alignment(..., jump=yes))"),
+}
+
+
+@dataclass(frozen=True)
 class Prior:
     kind: str  # "dirichlet" | "sparse"
     alpha: float
@@ -81,6 +99,8 @@ class Factor:
     # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/features.py)
     features: tuple[Feature, ...] = ()
     l2: float = 0.0
+    # pair features of a block over word pairs (`pair.same`, ...), each one weight shared by all rows
+    pair_features: tuple[PairFeature, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -362,7 +382,10 @@ class _Checker:
         out = [self._resolve(ref, attributes, binding) for ref in refs]
         return None if any(r is None for r in out) else tuple(out)
 
-    def _resolve(self, ref: ir.AttrRef, attributes: dict[str, Attribute], binding: Binding) -> ResolvedAttr | None:
+    def _resolve(self, ref: ir.AttrRef, attributes: dict[str, Attribute], binding: Binding,
+                 in_features: bool = False) -> ResolvedAttr | None:
+        """An attribute reference with its views; `in_features` also lets views apply to an
+        attribute whose views are features only (a segment's word)."""
         steps = list(ref.steps)
         path = ref.base
         if ref.base not in attributes and not any(k.startswith(ref.base + ".") for k in attributes):
@@ -385,29 +408,37 @@ class _Checker:
         attribute = attributes[path]
         views: list[tuple[str, int | None]] = []
         for step in steps:
-            if attribute.tokens_of is None:
+            if attribute.tokens_of is None and not (in_features and attribute.feature_views):
+                hint = (f"views of '{path}' are features only: use them inside features(...)" if attribute.feature_views
+                        else f"'{path}' has no attributes; views apply to observed tokens")
                 self.error(step.pos, f"unknown attribute '{path}.{step.name}'",
-                           did_you_mean(f"{path}.{step.name}", attributes) or f"'{path}' has no attributes; views apply to observed tokens")
+                           did_you_mean(f"{path}.{step.name}", attributes) or hint)
                 return None
             view = VIEWS.get(step.name)
             if view is None:
                 self.error(step.pos, f"unknown view '{step.name}' of '{path}'",
                            did_you_mean(step.name, VIEWS) or f"the views are {one_of(VIEWS)}")
                 return None
-            if view.takes_length:
-                if step.arg is None:
-                    self.error(step.pos, f"the view '{step.name}' takes a length", f"write {path}.{step.name}(3)")
-                    return None
-                if not float(step.arg).is_integer() or not 1 <= step.arg <= MAX_VIEW_LENGTH:
-                    self.error(step.pos, f"the length of '{step.name}' must be a whole number from 1 to {MAX_VIEW_LENGTH}")
-                    return None
-                views.append((step.name, int(step.arg)))
-            else:
-                if step.arg is not None:
-                    self.error(step.pos, f"the view '{step.name}' takes no argument", f"write {path}.{step.name}")
-                    return None
-                views.append((step.name, None))
+            n = self._view_length(step, path, view.takes_length)
+            if n is False:
+                return None
+            views.append((step.name, n))
         return ResolvedAttr(ref.text, attribute, tuple(views), ref.pos)
+
+    def _view_length(self, step: ir.AttrStep, path: str, takes_length: bool) -> int | None | bool:
+        """A view's length argument: n, None for a view without one, False after an error."""
+        if takes_length:
+            if step.arg is None:
+                self.error(step.pos, f"the view '{step.name}' takes a length", f"write {path}.{step.name}(3)")
+                return False
+            if not float(step.arg).is_integer() or not 1 <= step.arg <= MAX_VIEW_LENGTH:
+                self.error(step.pos, f"the length of '{step.name}' must be a whole number from 1 to {MAX_VIEW_LENGTH}")
+                return False
+            return int(step.arg)
+        if step.arg is not None:
+            self.error(step.pos, f"the view '{step.name}' takes no argument", f"write {path}.{step.name}")
+            return False
+        return None
 
     def _distinct(self, attrs: tuple[ResolvedAttr, ...]) -> bool:
         seen: dict[str, ResolvedAttr] = {}
@@ -481,7 +512,7 @@ class _Checker:
                 if features is None:
                     ok = False
                 else:
-                    factor.features = features
+                    factor.features, factor.pair_features = features
             elif opt.keyword == "l2":
                 kappa = self._constant(opt.args[0].value)
                 if kappa is None or not math.isfinite(kappa):  # the finite-number pass reports inf
@@ -514,18 +545,30 @@ class _Checker:
         return True
 
     def _features(self, opt: ir.Option, factor: Factor, attributes: dict[str, Attribute],
-                  binding: Binding) -> tuple[Feature, ...] | None:
-        """The feature views of a block: each a view chain of its one observed outcome."""
+                  binding: Binding) -> tuple[tuple[Feature, ...], tuple[PairFeature, ...]] | None:
+        """The feature views of a block, each a view chain of its one observed outcome, and its
+        pair features (`pair.same`, ...), which compare the outcome word with the context word."""
         outcome = factor.outcome[0] if len(factor.outcome) == 1 else None
-        if outcome is None or outcome.attribute.tokens_of is None:
+        if outcome is None or (outcome.attribute.tokens_of is None and not outcome.attribute.feature_views):
             self.error(opt.pos, "features describe an observed outcome: a featured block has one observed "
                                 f"outcome (its outcome here is {', '.join(a.text for a in factor.outcome)})",
                        "e.g. `multinomial emit : P(x | z) features(x, x.suffix(2))`")
             return None
         features: dict[str, Feature] = {}
+        pairs: dict[str, PairFeature] = {}
+        variables = {binding.latent, *binding.observed.values()}
         for arg in opt.args:
             ref = arg.value.ref
-            resolved = self._resolve(ref, attributes, binding)
+            if ref.base == "pair" and "pair" not in variables:
+                pair = self._pair_feature(ref, factor)
+                if pair is None:
+                    return None
+                if pair.text in pairs:
+                    self.error(ref.pos, f"the feature '{ref.text}' is given twice")
+                    return None
+                pairs[pair.text] = pair
+                continue
+            resolved = self._resolve(ref, attributes, binding, in_features=True)
             if resolved is None:
                 return None
             prefix = outcome.views
@@ -537,7 +580,38 @@ class _Checker:
                 self.error(ref.pos, f"the feature '{ref.text}' is given twice")
                 return None
             features[resolved.text] = Feature(resolved.text, resolved.views[len(prefix):])
-        return tuple(features.values())
+        if not features:
+            self.error(opt.pos, "a featured block needs at least one feature of its outcome beside pair features",
+                       f"add {outcome.text} (its identity), e.g. features({outcome.text}, pair.same)")
+            return None
+        return tuple(features.values()), tuple(pairs.values())
+
+    def _pair_feature(self, ref: ir.AttrRef, factor: Factor) -> PairFeature | None:
+        """`pair.NAME` or `pair.NAME(n)`: a test of the outcome word against the context word."""
+        step = ref.steps[0] if len(ref.steps) == 1 else None
+        if step is None:
+            self.error(ref.pos, f"'{ref.text}' is not a pair feature", f"the pair features are "
+                       f"{one_of([f'pair.{v.name}' + ('(n)' if v.takes_length else '') for v in PAIR_VIEWS.values()])}")
+            return None
+        if step.name in UNSCORABLE_PAIR_FEATURES:
+            why, hint = UNSCORABLE_PAIR_FEATURES[step.name]
+            self.error(step.pos, f"'pair.{step.name}' cannot be scored: {why}", hint)
+            return None
+        view = PAIR_VIEWS.get(step.name)
+        if view is None:
+            self.error(step.pos, f"unknown pair feature 'pair.{step.name}'",
+                       did_you_mean(step.name, PAIR_VIEWS) or f"the pair features are {one_of(PAIR_VIEWS)}")
+            return None
+        words = [a for a in factor.outcome + factor.context if a.attribute.tokens_of is not None]
+        if len(factor.outcome) != 1 or len(factor.context) != 1 or len(words) != 2:
+            self.error(ref.pos, f"'{ref.text}' compares the block's outcome word with its context word, and "
+                                f"{factor.signature} is not one word given one word",
+                       "pair features go on a block over word pairs, e.g. P(a.target | a.source)")
+            return None
+        n = self._view_length(step, "pair", view.takes_length)
+        if n is False:
+            return None
+        return PairFeature(f"pair.{view.name}" + (f"({n})" if n is not None else ""), view.name, n)
 
     def _option_values(self, opt: ir.Option, table: dict[str, tuple[str, ...]], block: ir.Block) -> tuple[float, ...] | None:
         names = table.get(opt.kind)

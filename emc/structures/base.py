@@ -66,6 +66,9 @@ class Attribute:
            (`.lower`, `.suffix(3)`, ...) then apply and get their own vocabularies.
     numeric: the values are small integers (a length, a jump), usable in fixed weight
            expressions as well as in blocks.
+    feature_views: the values are strings of a vocabulary the structure builds (a segment's
+           word) that are not tokens: views apply to them inside `features(...)` only, where
+           they are computed once per vocabulary entry.
     """
 
     path: str
@@ -75,6 +78,7 @@ class Attribute:
     slot: str | None = None
     tokens_of: str | None = None
     numeric: bool = False
+    feature_views: bool = False
 
 
 @dataclass(frozen=True)

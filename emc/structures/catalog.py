@@ -74,9 +74,20 @@ def views_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def pair_views_markdown() -> str:
+    from emc.io.views import PAIR_VIEWS
+
+    rows = ["| pair feature | fires when |", "| --- | --- |"]
+    rows += [f"| `pair.{v.name}{'(n)' if v.takes_length else ''}` | {v.help} |" for v in PAIR_VIEWS.values()]
+    return "\n".join(rows) + "\n"
+
+
 def catalog_markdown() -> str:
-    out = ["Observed views (after any attribute whose role says `views apply`; they chain, as in "
-           "`x.lower.suffix(2)`, and each gets its own vocabulary):\n", views_markdown()]
+    out = ["Observed views (after any attribute whose role says `views apply`, and inside `features(...)` after "
+           "one whose role says `views apply in features`; they chain, as in `x.lower.suffix(2)`, and each gets "
+           "its own vocabulary):\n", views_markdown(),
+           "Pair features (inside `features(...)` of a block whose outcome and context are words, such as "
+           "`P(a.target | a.source)`; each is one weight shared by every row):\n", pair_views_markdown()]
     for structure in STRUCTURES.values():
         out.append(f"### `{structure.signature}`\n")
         out.append(f"{structure.help}\n")
@@ -87,7 +98,8 @@ def catalog_markdown() -> str:
             out.append("")
         out.append("| attribute | role | values | slot | meaning |\n| --- | --- | --- | --- | --- |")
         for path, (attr, needs) in all_attributes(structure).items():
-            role = attr.role + (", numeric" if attr.numeric else "") + (", views apply" if attr.tokens_of else "")
+            role = (attr.role + (", numeric" if attr.numeric else "") + (", views apply" if attr.tokens_of else "")
+                    + (", views apply in features" if attr.feature_views else ""))
             meaning = attr.help + (f"; only with `{needs}`" if needs else "")
             out.append(f"| `{path}` | {role} | `{attr.space}` | {attr.slot or 'any'} | {meaning} |")
         out.append("")

@@ -36,7 +36,7 @@ class Stepwise(Variant):
         state.params.features = dict(start.features)
         state.extra["updates"] = 0
         for t in self.problem.layout.featured():
-            state.extra[f"featured_{t.name}"] = t.matrix(state.params.theta).copy()  # the start as pseudo-counts
+            state.extra[f"featured_{t.name}"] = t.values(state.params.theta).copy()  # the start as pseudo-counts
             self._show_featured(state.params, t)
 
     def finished(self, state: FitState) -> bool:
@@ -74,7 +74,7 @@ class Stepwise(Variant):
 
     def _show_featured(self, params, t) -> None:
         p = np.exp(t.featured.log_probabilities(params.features[t.name]))
-        t.matrix(params.theta)[:] = p / params.scale[0]
+        t.values(params.theta)[:] = p / params.scale[0]
         params.row_total[t.row_slice] = 1.0 / params.scale[0]
 
     def _featured_mstep(self, state: FitState, k0: int, k1: int) -> None:
@@ -87,7 +87,7 @@ class Stepwise(Variant):
             shown = np.exp(t.featured.log_probabilities(params.features[t.name]))
             mu = state.extra[f"featured_{t.name}"]
             mu *= decay
-            mu += t.matrix(params.theta) * params.scale[0] - decay * shown
+            mu += t.values(params.theta) * params.scale[0] - decay * shown
             np.maximum(mu, 0.0, out=mu)  # rounding only
             params.features[t.name] = t.featured.maximize(mu, params.features[t.name])
             self._show_featured(params, t)

@@ -15,7 +15,8 @@ SEGMENT = "segment"
 def _attributes(binding: Binding) -> dict[str, Attribute]:
     s = binding.latent
     return {
-        f"{s}.word": Attribute(f"{s}.word", "latent", "substrings", "the segment's symbol string (a word)", SEGMENT),
+        f"{s}.word": Attribute(f"{s}.word", "latent", "substrings", "the segment's symbol string (a word)", SEGMENT,
+                                 feature_views=True),
         f"{s}.length": Attribute(f"{s}.length", "latent", "length", "the segment's length in symbols (1..maxlen)", SEGMENT, numeric=True),
     }
 
