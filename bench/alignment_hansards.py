@@ -2,7 +2,7 @@
 possible gold links), for IBM Model 1 and the HMM aligner, each direction, each symmetrisation,
 and agreement training.
 
-    python bench/alignment_hansards.py [--iterations 5] [--data ../shared/data/hansards]
+    python bench/alignment_hansards.py [--iterations 5] [--data ../shared/data/hansards] [--features]
 
 Training text: the 2,383-pair training sample, the 37 trial pairs and the 447 test pairs (2,867
 pairs), lowercased, English as the source side (`english ||| french`); the test pairs are then
@@ -11,6 +11,10 @@ goes through the CLI (`emc fit`, `emc decode --gold`), written to a temporary fo
 starts from uniform tables (--init uniform, as fast_align and GIZA++ do), the HMM aligner from 5
 iterations of IBM 1 (--init ibm1); each then runs --iterations of batch EM (5, fast_align's
 default).
+
+--features also fits specs/ibm1_features.em and specs/hmm_align_features.em (the translation table
+log-linear, with pair features shared by every source word: emc/runtime/pair_features.py) in the
+same run, each beside its plain spec (--kappa sets their l2 penalty).
 
 fast_align on exactly this text (issue 5): plain IBM 1 43.7% English->French, 39.4% reverse,
 grow-diag-final-and 30.7%, intersection 31.3%; with -d -o -v 25.4% / 23.5%, grow-diag-final-and
@@ -59,6 +63,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--features", action="store_true", help="also the featured specs, beside the plain ones")
+    parser.add_argument("--kappa", type=float, help="the featured specs' l2 penalty (default: the specs' own)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -74,6 +80,11 @@ def main() -> None:
             ("HMM", "hmm_align.em", ["--init", "ibm1"], decodes),
             ("HMM by agreement", "hmm_align.em", ["--init", "ibm1", "--agree"], [("agreed links (posterior >= 0.5)", [])]),
         ]
+        if args.features:
+            kappa = [] if args.kappa is None else ["--set", f"kappa={args.kappa}"]
+            models = [featured for plain in models for featured in
+                      (plain, (f"{plain[0]} + features", plain[1].replace(".em", "_features.em"), plain[2] + kappa,
+                               plain[3]))]
         print(f"training: {pairs} pairs; {args.iterations} EM iterations (HMM: after 5 of IBM 1); "
               f"AER on the 447 test pairs; fit s: both directions, on a shared machine")
         print(f"{'model':<20} {'links':<34} {'AER %':>6} {'prec %':>7} {'rec %':>6} {'fit s':>6}")

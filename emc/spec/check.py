@@ -411,8 +411,8 @@ class _Checker:
             if attribute.tokens_of is None and not (in_features and attribute.feature_views):
                 hint = (f"views of '{path}' are features only: use them inside features(...)" if attribute.feature_views
                         else f"'{path}' has no attributes; views apply to observed tokens")
-                self.error(step.pos, f"unknown attribute '{path}.{step.name}'",
-                           did_you_mean(f"{path}.{step.name}", attributes) or hint)
+                self.error(step.pos, f"unknown attribute '{path}.{step.name}'", hint if attribute.feature_views
+                           else did_you_mean(f"{path}.{step.name}", attributes) or hint)
                 return None
             view = VIEWS.get(step.name)
             if view is None:

@@ -36,6 +36,8 @@ from emc.structures.semiring import SUM
 
 THRESHOLD = 0.5
 
+REVERSE_FEATURES = "reverse_features_"  # the reverse model's featured tables' weights, in the state's extra
+
 
 @dataclass
 class Direction:
@@ -194,7 +196,8 @@ class Agreement:
     @staticmethod
     def _set(state: FitState, params: list[ParamState]) -> None:
         """Both models' parameters into the state, together (a Ctrl-C leaves the previous pair)."""
-        extra = {**state.extra, **{f"reverse_{k}": v for k, v in zip(PARAM_FIELDS, params[1].abi())}}
+        extra = {**state.extra, **{f"reverse_{k}": v for k, v in zip(PARAM_FIELDS, params[1].abi())},
+                 **{f"{REVERSE_FEATURES}{name}": w for name, w in params[1].features.items()}}
         state.params, state.extra = params[0], extra
 
 
@@ -253,7 +256,8 @@ def fit_jointly(job) -> int:
 
 def _both_params(state: FitState) -> list[ParamState]:
     """The forward and reverse parameters of a checkpointed state (the reverse ones ride in extra)."""
-    return [state.params, ParamState(*(state.extra[f"reverse_{k}"] for k in PARAM_FIELDS))]
+    features = {k[len(REVERSE_FEATURES):]: w for k, w in state.extra.items() if k.startswith(REVERSE_FEATURES)}
+    return [state.params, ParamState(*(state.extra[f"reverse_{k}"] for k in PARAM_FIELDS), features)]
 
 
 def _outputs(job, directions: list[Direction], params: list[ParamState], reverse_options: dict):

@@ -1,0 +1,93 @@
+"""A featured word distribution for segmentation (`P(s.word) features(s.word, s.word.length, ...)`):
+views of a segment's word inside features only, the E-step over weight-given probabilities against
+brute force, the identity-only block against the plain table's EM trace, EM's monotonicity in the
+regularised objective, and `emc fit` / `emc decode` / `emc info` on specs/segment_features.em."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import emc.runtime.features as features
+from conftest import ROOT
+from emc.io.views import apply_views
+from emc.runtime.fit import fit
+from emc.runtime.params import ParamState
+from emc.runtime.settings import FitSettings
+from emc.spec.check import check
+from emc.spec.errors import SpecError
+from emc.spec.parse import parse_text
+from helpers import check_against_enumeration, problem_from_lines, random_params
+from reference import segmentation_structures
+
+HEAD = "model s\nobserved x : symbols\nlatent s : segmentation(x, maxlen=3)\nweight penalty : exp(-s.length ^ 1.6)\n"
+PLAIN = HEAD + "multinomial word : P(s.word)\n"
+IDENTITY = HEAD + "multinomial word : P(s.word) features(s.word)\n"
+FEATURED = HEAD + "multinomial word : P(s.word) features(s.word, s.word.length, s.word.prefix(1), s.word.suffix(1)) l2(0.5)\n"
+LINES = ["abcab", "cabab", "abc", "bca", "aabcc", "abab cab", "ca bab"]
+
+
+def test_views_of_a_segments_word_are_features_only():
+    with pytest.raises(SpecError) as info:
+        check(parse_text(HEAD + "multinomial word : P(s.word.length)\n", "bad.em"))
+    assert "unknown attribute 's.word.length'" in str(info.value)
+    assert (info.value.first.pos.line, info.value.first.pos.column) == (5, 29)
+    assert "use them inside features(...)" in str(info.value)
+    (factor,) = [f for f in check(parse_text(FEATURED)).factors if f.name == "word"]
+    assert [f.text for f in factor.features] == ["s.word", "s.word.length", "s.word.prefix(1)", "s.word.suffix(1)"]
+
+
+def test_the_feature_matrix_reads_each_substring(tmp_path):
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    block = problem.layout.table("word").featured
+    words = problem.vocabs["substrings"].values
+    for i, word in enumerate(words[1:], start=1):
+        names = {block.feature_names[c] for c in block.phi[i].indices}
+        assert names == {f"{f.text}={apply_views(word, f.views)}" for f in block.features}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path, seed):
+    problem = problem_from_lines(tmp_path, FEATURED, ["abcab", "cab", "aab"])
+    rng = np.random.default_rng(seed)
+    params = random_params(problem, rng)
+    t = problem.layout.table("word")
+    weights = rng.normal(size=t.featured.weight_shape)
+    t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
+    params = ParamState.plain(params.theta, problem.layout, {"word": weights})
+    for example in range(problem.n_examples):
+        check_against_enumeration(problem, params, example, segmentation_structures(problem, example))
+
+
+def test_identity_features_without_penalty_give_the_plain_trace(tmp_path, monkeypatch):
+    monkeypatch.setattr(features, "MAX_ITERATIONS", 2000)
+    settings = FitSettings(iterations=10, tolerance=0, eval_every=0, init="uniform")
+    plain = [r["objective"] for r in fit(problem_from_lines(tmp_path, PLAIN, LINES), settings).history]
+    featured = [r["objective"] for r in fit(problem_from_lines(tmp_path, IDENTITY, LINES), settings).history]
+    np.testing.assert_allclose(featured, plain, rtol=1e-6)
+    assert plain[-1] > plain[0]
+
+
+def test_fit_decode_and_info_on_the_featured_segmenter(tmp_path, capsys):
+    from emc.cli import main
+
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(LINES) + "\n")
+    run = tmp_path / "run"
+    assert main(["fit", str(ROOT / "specs" / "segment_features.em"), str(data), "--gold-spaces", "--init", "random",
+                 "--iterations", "8", "--tolerance", "0", "--maxlen", "4", "--out", str(run)]) == 0
+    values = [json.loads(line)["objective"] for line in (run / "log.jsonl").read_text().splitlines()]
+    assert len(values) == 8 and values[-1] > values[0]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(values, values[1:])), values
+    new = tmp_path / "new.txt"
+    new.write_text("abcab\nddab\n")  # d: a symbol never seen in training
+    capsys.readouterr()
+    assert main(["decode", str(run), str(new)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.replace(" ", "") for line in lines] == ["abcab", "ddab"]
+    assert main(["info", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "block word:" in out and "l2(1)" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("  row ")]
+    assert "s.word" in row and row.count(" +") + row.count(" -") == 8
