@@ -1,6 +1,7 @@
 """Word segmentation of br-phono (Bernstein-Ratner; issue 4): accuracy curves and speed.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python bench/segmentation_brphono.py [--json FILE] [--seeds 1 2 3]
+    NUMBA_NUM_THREADS=1 .venv/bin/python bench/segmentation_brphono.py --features
 
 Prints, for specs/segment.em on ../shared/data/br-phono/br-phono.txt (train and score on all 9,790
 utterances, as Liang & Klein 2009 do):
@@ -15,6 +16,10 @@ utterances, as Liang & Klein 2009 do):
   5. speed, single-threaded: seconds per batch iteration (E-step + M-step; wall, and CPU, which a
      loaded machine does not inflate), per stepwise pass, per decode of the corpus; the substring
      index's build time; peak memory of `emc fit`, and of `emc fit` on three tiny lines.
+With --features it prints instead, in one run, the token F1 of specs/segment.em and of
+specs/segment_features.em (the word distribution log-linear in the word, its first and last 1-3
+symbols and its length) after batch iterations 1..50 from uniform parameters, and the seconds per
+iteration of each.
 Gold segmentations are used only to score. Timings depend on the machine (and its load).
 """
 from __future__ import annotations
@@ -38,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EMC_SHARED_DATA", ROOT.parent / "shared" / "data")) / "br-phono" / "br-phono.txt"
 SPEC = ROOT / "specs" / "segment.em"
+FEATURED_SPEC = ROOT / "specs" / "segment_features.em"
 OPTIONS = {"gold_spaces": True}
 BATCH_ITERATIONS = 50
 STEPWISE_PASSES = 10
@@ -55,10 +61,10 @@ REFERENCE = [
 ]
 
 
-def load_problem():
+def load_problem(spec: Path = SPEC):
     from emc.runtime.problem import Model, bind
 
-    model = Model.from_file(SPEC)
+    model = Model.from_file(spec)
     vocabs: dict = {}
     t0 = time.perf_counter()
     corpus = model.read(str(DATA), OPTIONS, vocabs)
@@ -126,14 +132,39 @@ def pct(value: float) -> str:
     return f"{100 * value:5.1f}"
 
 
+def compare_features() -> dict:
+    """Token F1 of the plain and the featured spec after each batch iteration from uniform
+    parameters, with the median seconds per iteration (E-step and M-step)."""
+    from emc.runtime.executor import LocalExecutor
+
+    shown = [1, 2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 40, 50]
+    print(f"token F1 (%) after batch iteration, from uniform parameters ({DATA.name}, all utterances)")
+    print(f"   {'spec':24s}" + "".join(f"{i:>6d}" for i in shown) + "  best (iteration)   s/iteration")
+    out = {}
+    for spec in (SPEC, FEATURED_SPEC):
+        problem, _, _ = load_problem(spec)
+        f1, seconds, _ = f1_curve(problem, LocalExecutor(problem), iterations=BATCH_ITERATIONS, init="uniform")
+        out[spec.name] = {"token_f1": f1, "seconds_per_iteration": statistics.median(seconds[1:])}
+        print(f"   {spec.name:24s}" + "".join(f"{pct(f1[i - 1]):>6s}" for i in shown)
+              + f"  {pct(max(f1))} ({int(np.argmax(f1)) + 1:2d})  {statistics.median(seconds[1:]):10.3f}", flush=True)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--json", help="write every number measured to this file")
+    parser.add_argument("--features", action="store_true",
+                        help="only the plain spec against specs/segment_features.em, batch EM from uniform")
     args = parser.parse_args()
     if not DATA.is_file():
         print(f"missing {DATA} (set EMC_SHARED_DATA)", file=sys.stderr)
         return 1
+    if args.features:
+        out = compare_features()
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1))
+        return 0
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.params import random_init
 
