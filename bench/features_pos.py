@@ -4,6 +4,7 @@ iterations, and the seconds per iteration spent in the E-step and in the M-step.
 
     python bench/features_pos.py                      # train section, seed 1
     python bench/features_pos.py --seeds 1 2 3 --files train.txt.gz test.txt
+    python bench/features_pos.py --mstep-iterations 5 10 25   # the featured HMM per L-BFGS budget
 
 specs/hmm.em against specs/hmm_features.em (emissions log-linear in the word, its lowercase form,
 suffixes of 1-3 letters, digit / hyphen / capital indicators, each conjoined with the state; l2(1)).
@@ -17,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+import emc.runtime.features as features
 from hmm_conll import load
 
 
@@ -54,6 +56,10 @@ def run(problem, settings, checkpoints):
     return rows, float(np.median(seconds["estep"][:-1])), float(np.median(seconds["mstep"]))
 
 
+def label(spec: str, budget: int | None) -> str:
+    return spec if budget is None else f"{spec} (L-BFGS {budget})"
+
+
 def main() -> None:
     from emc.runtime.settings import FitSettings
 
@@ -61,29 +67,34 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--files", nargs="+", default=["train.txt.gz"])
     parser.add_argument("--iterations", type=int, nargs="+", default=[10, 30, 50])
+    parser.add_argument("--mstep-iterations", type=int, nargs="+", default=[features.MAX_ITERATIONS],
+                        help="L-BFGS iterations per M-step of the featured block (one row each)")
     args = parser.parse_args()
     points = tuple(args.iterations)
     results = {}
-    for spec in ("hmm.em", "hmm_features.em"):
+    models = [("hmm.em", None)] + [("hmm_features.em", m) for m in args.mstep_iterations]
+    for spec, budget in models:
         problem = load(spec, files=tuple(args.files))
         tokens = int(problem.corpus.lengths().sum())
-        print(f"{spec}: {problem.n_examples} sentences, {tokens} tokens", flush=True)
+        print(f"{label(spec, budget)}: {problem.n_examples} sentences, {tokens} tokens", flush=True)
+        if budget is not None:
+            features.MAX_ITERATIONS = budget
         for seed in args.seeds:
             rows, estep, mstep = run(problem, FitSettings(iterations=max(points), tolerance=0, seed=seed), points)
-            results[spec, seed] = rows, estep, mstep
+            results[label(spec, budget), seed] = rows, estep, mstep
             cells = "  ".join(f"@{c}: m-1 {100 * rows[c]['many_to_one']:.2f} 1-1 {100 * rows[c]['one_to_one']:.2f}"
                               for c in points)
             print(f"  seed {seed}: {cells}  E-step {estep:.2f} s/it, M-step {mstep:.2f} s/it", flush=True)
     print(f"\nmean over seeds {args.seeds} ({' + '.join(args.files)}):")
-    print(f"  {'model':18s} {'metric':12s} " + " ".join(f"{'after ' + str(c):>10s}" for c in points)
+    print(f"  {'model':22s} {'metric':12s} " + " ".join(f"{'after ' + str(c):>10s}" for c in points)
           + "   E-step s/it   M-step s/it")
-    for spec in ("hmm.em", "hmm_features.em"):
-        runs = [results[spec, s] for s in args.seeds]
+    for name in (label(spec, budget) for spec, budget in models):
+        runs = [results[name, s] for s in args.seeds]
         for metric in ("many_to_one", "one_to_one"):
             cells = " ".join(f"{100 * np.mean([r[0][c][metric] for r in runs]):10.2f}" for c in points)
             timing = (f"   {np.mean([r[1] for r in runs]):11.2f}   {np.mean([r[2] for r in runs]):11.2f}"
                       if metric == "many_to_one" else "")
-            print(f"  {spec:18s} {metric:12s} {cells}{timing}")
+            print(f"  {name:22s} {metric:12s} {cells}{timing}")
     sys.stdout.flush()
 
 

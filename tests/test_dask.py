@@ -1,7 +1,7 @@
 """The E-step on a Dask LocalCluster of 2 worker processes: the same parameters as a local run (to
 1e-9 relative) for batch, stepwise, annealed, hard and stochastic EM (the same draws: each example is
 seeded by its index in the corpus, not in its shard) on the HMM and for word segmentation, and
-a worker killed mid-iteration loses nothing."""
+a featured (log-linear) block, and a worker killed mid-iteration loses nothing."""
 from __future__ import annotations
 
 import os
@@ -62,6 +62,23 @@ def test_another_structure_too(client, tmp_path):
     remote = fit(segment, settings, executor=DaskExecutor(segment, client))
     np.testing.assert_allclose(remote.params.weights(segment.layout), local.params.weights(segment.layout),
                                rtol=1e-9, atol=1e-15)
+
+
+def test_featured_blocks_too(client, tmp_path):
+    """A featured HMM (log-linear emissions): the workers read the probabilities the driver's
+    gradient M-step made, so weights and parameters equal a local run's."""
+    from emc.dist.executor import DaskExecutor
+
+    featured = problem_from_lines(tmp_path, (ROOT / "specs" / "hmm_features.em").read_text(),
+                                  [s.upper() if i % 3 == 0 else s for i, s in enumerate(SENTENCES)],
+                                  overrides={"states": 3})
+    settings = FitSettings(iterations=4, tolerance=0, eval_every=0)
+    local = fit(featured, settings)
+    remote = fit(featured, settings, executor=DaskExecutor(featured, client))
+    np.testing.assert_allclose(remote.params.features["emit"], local.params.features["emit"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(remote.params.weights(featured.layout), local.params.weights(featured.layout),
+                               rtol=1e-9, atol=1e-15)
+    assert remote.objective == pytest.approx(local.objective, rel=1e-9)
 
 
 def test_a_killed_worker_loses_no_iteration(client, problem):
