@@ -27,12 +27,19 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
-import emc.runtime.features as featured_blocks
 from emc.io.views import PAIR_VIEWS, apply_views
 from emc.io.vocab import UNK, Vocabulary
 from emc.runtime.params import TableLayout
 from emc.spec.check import Factor, Feature, PairFeature
 from emc.spec.errors import EmcError
+
+# L-BFGS per M-step over all the weights at once (the shared ones couple the rows, so the row-wise
+# optimiser of emc/runtime/loglinear.py does not apply): at most this many iterations, fewer when
+# the objective per count changes by less than FTOL relative or every gradient entry is below GTOL.
+MAX_ITERATIONS = 25
+MEMORY = 5
+FTOL = 1e-15
+GTOL = 1e-9
 
 
 @dataclass
@@ -103,7 +110,7 @@ class PairFeaturedBlock:
 
     def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
         """New weights from expected counts (per entry), by L-BFGS from `start` (at most
-        `max_iterations`, default MAX_ITERATIONS of emc/runtime/features.py, and its tolerances)."""
+        `max_iterations`, default MAX_ITERATIONS)."""
         totals = np.bincount(self.entry_rows, weights=counts, minlength=self.rows)
         per_count = 1.0 / max(float(totals.sum()), 1.0)  # the optimiser works on the objective per count
 
@@ -111,8 +118,7 @@ class PairFeaturedBlock:
             value, gradient = self._objective(flat, counts, totals)
             return -value * per_count, -gradient * per_count
 
-        limits = {"maxiter": max_iterations or featured_blocks.MAX_ITERATIONS, "maxcor": featured_blocks.MEMORY,
-                  "ftol": featured_blocks.FTOL, "gtol": featured_blocks.GTOL * per_count}
+        limits = {"maxiter": max_iterations or MAX_ITERATIONS, "maxcor": MEMORY, "ftol": FTOL, "gtol": GTOL}
         return scipy.optimize.minimize(descent, start, jac=True, method="L-BFGS-B", options=limits).x
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
