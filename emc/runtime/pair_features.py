@@ -110,16 +110,30 @@ class PairFeaturedBlock:
 
     def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
         """New weights from expected counts (per entry), by L-BFGS from `start` (at most
-        `max_iterations`, default MAX_ITERATIONS)."""
+        `max_iterations`, default MAX_ITERATIONS). The optimiser works on weights scaled by the
+        square root of the objective's curvature at the start (the diagonal of its Hessian): a
+        shared weight sums the curvature of every pair it fires on, a conjoined one of its row
+        alone, and unscaled, the shared weights' steep direction held every other weight's steps
+        small (5 EM iterations of IBM 1 on the Hansards ended 7 AER points worse than the plain
+        table's, whose optimum the features can express exactly)."""
         totals = np.bincount(self.entry_rows, weights=counts, minlength=self.rows)
         per_count = 1.0 / max(float(totals.sum()), 1.0)  # the optimiser works on the objective per count
+        spread = self._curvature_root(start, totals)
 
-        def descent(flat: np.ndarray) -> tuple[float, np.ndarray]:
-            value, gradient = self._objective(flat, counts, totals)
-            return -value * per_count, -gradient * per_count
+        def descent(scaled: np.ndarray) -> tuple[float, np.ndarray]:
+            value, gradient = self._objective(scaled / spread, counts, totals)
+            return -value * per_count, -gradient / spread * per_count
 
         limits = {"maxiter": max_iterations or MAX_ITERATIONS, "maxcor": MEMORY, "ftol": FTOL, "gtol": GTOL}
-        return scipy.optimize.minimize(descent, start, jac=True, method="L-BFGS-B", options=limits).x
+        return scipy.optimize.minimize(descent, start * spread, jac=True, method="L-BFGS-B", options=limits).x / spread
+
+    def _curvature_root(self, weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
+        """sqrt of the diagonal of the negative Hessian at `weights` (the design is 0/1:
+        sum over a column's entries of N_row P (1 - P), plus kappa), floored so that a weight
+        whose entries have no mass still moves."""
+        p = np.exp(self.log_probabilities(weights))
+        diagonal = self.design_t @ (totals[self.entry_rows] * p * (1.0 - p)) + self.kappa
+        return np.sqrt(np.maximum(diagonal, 1e-6 * max(float(diagonal.max()), 1.0)))
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
         """Weights whose probabilities match a starting table (per entry) as closely as the
