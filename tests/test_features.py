@@ -244,18 +244,23 @@ def test_info_on_a_run_lists_the_heaviest_features_per_row(tmp_path, capsys):
     assert "x.suffix(2)=" in out
 
 
-def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
+@pytest.mark.parametrize("msteps_per_pass", [10, 1])
+def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path, monkeypatch, msteps_per_pass):
     """Against the textbook update over whole tables: mu <- (1 - eta) mu + eta s per mini-batch,
     then the plain rows normalised and the featured block's weights by the gradient M-step on its
-    mu. On 6 sentences in mini-batches of 2 every slice of a pass is one mini-batch, so the
-    variant's M-step per slice is one per mini-batch here."""
+    mu scaled to a pass (mini-batches per pass). On 6 sentences in mini-batches of 2 every slice of
+    a pass is one mini-batch, so the variant's M-step per slice is one per mini-batch here; with one
+    M-step per pass it folds the pass's three updates into mu at once, which must be exact."""
+    import emc.runtime.variants.stepwise as stepwise
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.initialize import initial_params
     from emc.runtime.variants.online_state import start_mass, statistics_state
     from emc.structures.semiring import SUM
 
+    monkeypatch.setattr(stepwise, "FEATURED_MSTEPS_PER_PASS", msteps_per_pass)
     problem = problem_from_lines(tmp_path, FEATURED, LINES)
     settings = FitSettings(algorithm="stepwise", passes=2, batch_size=2, tolerance=0, eval_every=0, seed=3)
+    batches_per_mstep = 1 if msteps_per_pass == 10 else 3
     result = fit(problem, settings)
 
     layout = problem.layout
@@ -267,11 +272,15 @@ def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
     mu = statistics_state(start, layout, np.zeros(len(layout.tables)), start_mass(problem, settings)).theta.copy()
     k = 0
 
+    # between M-steps the E-step reads the featured block as statistics that started from its
+    # probabilities (one count per row) and took the mini-batches' updates since
+    shown = np.exp(emit.featured.log_probabilities(weights))
+
     def current() -> np.ndarray:
         theta = problem.fixed_theta.copy()
         m = trans.matrix(mu)
         trans.matrix(theta)[:] = m / m.sum(axis=0)
-        emit.matrix(theta)[:] = np.exp(emit.featured.log_probabilities(weights))
+        emit.matrix(theta)[:] = shown / shown.sum(axis=0)
         return theta
 
     for _ in range(settings.passes):
@@ -281,8 +290,11 @@ def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
             counts = executor.estep(ParamState.plain(current(), layout), batch, SUM, np.ones(len(batch))).counts
             eta = (k + 2.0) ** -settings.alpha
             mu = (1 - eta) * mu + eta * counts
-            weights = emit.featured.maximize(emit.matrix(mu).copy(), weights)
+            shown = (1 - eta) * shown + eta * emit.matrix(counts)
             k += 1
+            if k % batches_per_mstep == 0:  # mu averages a mini-batch's counts: the M-step sees a pass's
+                weights = emit.featured.maximize(emit.matrix(mu) * (problem.n_examples / settings.batch_size), weights)
+                shown = np.exp(emit.featured.log_probabilities(weights))
     np.testing.assert_allclose(result.params.weights(layout), current(), rtol=1e-6, atol=1e-12)
     np.testing.assert_allclose(result.params.features["emit"], weights, rtol=1e-5, atol=1e-8)
 
