@@ -203,6 +203,7 @@ initialisation:
 
 
 def _fit_parser(sub) -> None:
+    from emc.priors.text import prior_usage
     from emc.runtime.settings import FitSettings
 
     d = FitSettings()
@@ -257,7 +258,7 @@ def _fit_parser(sub) -> None:
     em.add_argument("--smooth", action="append", default=[], metavar="BLOCK=A",
                     help="override a block's smoothing: add A to its expected counts")
     em.add_argument("--prior", action="append", default=[], metavar="BLOCK=PRIOR",
-                    help="override a block's prior: dirichlet(A), sparse(ALPHA,BETA) or none")
+                    help=f"override a block's prior: {prior_usage()}")
     em.add_argument("--labeled", metavar="FILE",
                     help="semi-supervised: examples with their latent structure (a tagged CoNLL file for a "
                          "chain), trained on with the data; see --labeled-weight, --init labeled")
@@ -333,15 +334,16 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _regularizers(args) -> dict:
+def _regularizers(args) -> dict[str, str]:
     """--smooth BLOCK=A and --prior BLOCK=dirichlet(A)|sparse(ALPHA,BETA)|none, merged per block
-    (a block named in only one of them keeps the spec's other setting: see mstep)."""
+    into the text of what they replace in the spec's prior (a block named in only one of them
+    keeps the spec's other setting: see emc.priors.text.prior_from_text)."""
     import math
-    import re
 
-    from emc.spec.check import Prior
+    from emc.priors.text import PriorError, override_text, prior_from_expression
 
-    out: dict[str, list] = {}
+    smoothing: dict[str, float] = {}
+    priors: dict = {}
     for item in args.smooth:
         name, _, value = item.partition("=")
         try:
@@ -350,25 +352,14 @@ def _regularizers(args) -> dict:
             raise EmcError(f"--smooth {item}: write --smooth BLOCK=AMOUNT") from None
         if not math.isfinite(amount) or amount < 0:
             raise EmcError(f"--smooth {item}: the amount must be a finite number >= 0")
-        out.setdefault(name, [None, "keep"])[0] = amount
+        smoothing[name] = amount
     for item in args.prior:
         name, _, value = item.partition("=")
-        match = re.fullmatch(r"\s*(dirichlet|sparse)\s*\(([^)]*)\)\s*|\s*(none)\s*", value)
-        if not match:
-            raise EmcError(f"--prior {item}: write BLOCK=dirichlet(A), BLOCK=sparse(ALPHA,BETA) or BLOCK=none")
-        if match.group(3):
-            prior = None
-        else:
-            try:
-                numbers = [float(v) for v in match.group(2).split(",")]
-            except ValueError:
-                raise EmcError(f"--prior {item}: the prior's arguments must be numbers") from None
-            want = 1 if match.group(1) == "dirichlet" else 2
-            if len(numbers) != want or min(numbers) <= 0 or not all(map(math.isfinite, numbers)):
-                raise EmcError(f"--prior {item}: {match.group(1)} takes {want} finite positive number(s)")
-            prior = Prior(match.group(1), *numbers)
-        out.setdefault(name, [None, "keep"])[1] = prior
-    return {name: tuple(v) for name, v in out.items()}
+        try:
+            priors[name] = prior_from_expression(value)
+        except PriorError as err:
+            raise EmcError(f"--prior {item}: {err}") from None
+    return {name: override_text(smoothing.get(name), priors.get(name)) for name in {**smoothing, **priors}}
 
 
 class _JsonLog:

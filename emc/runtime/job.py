@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from emc.priors import Prior
+from emc.priors.text import prior_from_text
 from emc.runtime.checkpoint import NAME as CHECKPOINT
 from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
 from emc.runtime.executor import LocalExecutor
@@ -109,17 +111,17 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
     return Prepared(model, problem, init, compile_seconds)
 
 
-def resolve_regularizers(raw: dict, problem: Problem) -> dict:
-    """--smooth / --prior overrides by block name, completed from the spec's own settings."""
+def resolve_regularizers(raw: dict[str, Prior | str], problem: Problem) -> dict[str, Prior]:
+    """--smooth / --prior overrides by block name, each a Prior, or the text of what it replaces
+    in the spec's prior (emc.priors.text.prior_from_text)."""
     out = {}
     names = [t.name for t in problem.layout.learned()]
-    for name, (smoothing, prior) in raw.items():
+    for name, prior in raw.items():
         if name not in names:
             hint = did_you_mean(name, names)
             raise EmcError(f"--smooth/--prior {name}: no learned block of that name"
                            + (f"; {hint}" if hint else f" (blocks: {', '.join(names)})"))
-        table = problem.layout.table(name)
-        out[name] = (table.smoothing if smoothing is None else smoothing, table.prior if prior == "keep" else prior)
+        out[name] = prior if isinstance(prior, Prior) else prior_from_text(prior, problem.layout.table(name).prior)
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from emc.priors import Prior
+from emc.priors.text import saved_prior
 
 
 @dataclass
@@ -38,8 +40,10 @@ class FitSettings:
     # stochastic EM: posterior samples per example, growing by samples_growth each iteration
     samples: int = 10
     samples_growth: float = 1.0
-    # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
-    regularizers: dict[str, Any] = field(default_factory=dict)
+    # per-block priors overriding the spec's: table name -> a Prior (emc/priors), or the text of
+    # what --smooth / --prior replace in the spec's (emc.priors.text.prior_from_text), which
+    # emc.runtime.job.resolve_regularizers turns into a Prior once the spec is known
+    regularizers: dict[str, Prior | str] = field(default_factory=dict)
 
     def describe(self) -> str:
         """A short label of the algorithm and the settings that matter for it (for plots)."""
@@ -54,15 +58,12 @@ class FitSettings:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["regularizers"] = {name: [s, None if p is None else asdict(p)] for name, (s, p) in self.regularizers.items()}
+        data["regularizers"] = {name: p.text() if isinstance(p, Prior) else p for name, p in self.regularizers.items()}
         return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "FitSettings":
-        from emc.spec.check import Prior
-
         known = {f.name for f in fields(FitSettings)}
         values = {k: v for k, v in data.items() if k in known}
-        values["regularizers"] = {name: (s, None if p is None else Prior(**p))
-                                  for name, (s, p) in data.get("regularizers", {}).items()}
+        values["regularizers"] = {name: saved_prior(p) for name, p in data.get("regularizers", {}).items()}
         return FitSettings(**values)
