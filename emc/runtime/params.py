@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from emc.codegen.abi import TABLE_META_SIZE, TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
-from emc.codegen.layout import meta_names
+from emc.codegen.abi import TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
+from emc.codegen.layout import meta_size, meta_slots
 from emc.priors import Prior
 from emc.priors.normalize import CHUNK, normalize_table
 from emc.spec.check import CheckedModel
@@ -143,22 +143,21 @@ class ParamLayout:
         return mask
 
     def meta(self, model: CheckedModel, args: dict, sizes: dict[str, int]) -> np.ndarray:
-        """The meta array the generated code reads (see emc.codegen.layout.meta_names)."""
-        values = []
+        """The meta array the generated code reads (see emc.codegen.layout.meta_slots)."""
+        slots = meta_slots(model)
+        values = np.zeros(meta_size(slots), np.int64)
         tables = {t.name: t for t in self.tables}
-        for name in meta_names(model):
-            kind, _, key = name.partition(":")
-            if kind == "arg":
-                values.append(int(args[key]))
-            elif kind == "size":
-                values.append(sizes[key])
-            elif "#" not in key:
-                t = tables[key]
-                slots = [0] * TABLE_META_SIZE
-                slots[TABLE_OFFSET], slots[TABLE_ROW_OFFSET] = t.offset, t.row_offset
-                slots[TABLE_ROWS], slots[TABLE_OUTCOMES], slots[TABLE_INDEX] = t.rows, t.outcomes, t.index
-                values.extend(slots)
-        return np.array(values, np.int64)
+        for slot in slots:
+            if slot.kind == "arg":
+                values[slot.index] = int(args[slot.name])
+            elif slot.kind == "size":
+                values[slot.index] = sizes[slot.name]
+            else:
+                t = tables[slot.name]
+                table = values[slot.index:slot.index + slot.width]
+                table[TABLE_OFFSET], table[TABLE_ROW_OFFSET] = t.offset, t.row_offset
+                table[TABLE_ROWS], table[TABLE_OUTCOMES], table[TABLE_INDEX] = t.rows, t.outcomes, t.index
+        return values
 
 
 @dataclass
