@@ -8,6 +8,7 @@ import numpy as np
 from emc.priors import Prior
 from emc.runtime.mstep import table_prior
 from emc.runtime.params import ParamLayout, ParamState
+from emc.runtime.settings import START_MASSES
 from emc.spec.errors import EmcError
 
 
@@ -18,9 +19,6 @@ def additive_smoothing(layout: ParamLayout, regularizers: dict[str, Prior], algo
     for t in layout.learned():
         out[t.index] = table_prior(t, regularizers).online_pseudo_count(t.name, algorithm)
     return out
-
-
-START_MASSES = ("entry", "row")
 
 
 def start_mass(problem, settings) -> str:
