@@ -8,6 +8,7 @@ import math
 import re
 
 from emc.priors.kinds import KINDS, Prior
+from emc.spec.errors import EmcError
 
 # The priors a spec may write (`none` is the absence of a `prior` option there).
 SPEC_PRIORS: dict[str, tuple[str, ...]] = {kind: cls.ARGUMENTS for kind, cls in KINDS.items() if kind != "none"}
@@ -16,8 +17,9 @@ _EXPRESSION = re.compile(r"\s*(\w+)\s*(?:\(([^)]*)\))?\s*")
 _OPTION = re.compile(r"\s*(smooth|prior)\s+(\w+\s*(?:\([^)]*\))?)")
 
 
-class PriorError(ValueError):
-    """A prior written wrongly; the message says what is wrong (callers add where it was written)."""
+class PriorError(EmcError):
+    """A prior written wrongly; the message says what is wrong (callers add where it was written:
+    the spec's line and column, the --prior flag; a damaged saved run shows it as it is)."""
 
 
 def prior_usage(prefix: str = "") -> str:
@@ -87,14 +89,21 @@ def _read_options(text: str) -> tuple[float | None, Prior | None]:
             break
         keyword, value = match.groups()
         if keyword == "smooth":
-            amount = re.fullmatch(r"add\(([^)]*)\)", value.replace(" ", ""))
-            smoothing = float(amount.group(1)) if amount else math.nan
+            amount = re.fullmatch(r"add\(([-+.\w]+)\)", value.replace(" ", ""))
+            smoothing = _number(amount.group(1)) if amount else math.nan
         else:
             prior = prior_from_expression(value)
         position = match.end()
     if text[position:].strip() or (smoothing is not None and not smoothing >= 0):
         raise PriorError(f"cannot read the prior '{text}': write smooth add(A) and/or prior {prior_usage()}")
     return smoothing, prior
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan  # reported with the text it came from
 
 
 def legacy_text(smoothing: float | None, prior: dict | None) -> str:
