@@ -8,6 +8,7 @@ import pytest
 
 import emc.runtime.features as features
 from emc.io.views import apply_views
+from emc.priors import Prior
 from emc.runtime.fit import fit
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
@@ -167,7 +168,7 @@ def test_variants_without_a_log_linear_form_refuse(tmp_path, algorithm):
 def test_smoothing_a_featured_block_from_the_command_line_is_refused(tmp_path):
     problem = problem_from_lines(tmp_path, FEATURED, LINES)
     with pytest.raises(EmcError, match="regularised by its l2"):
-        fit(problem, FitSettings(iterations=1, regularizers={"emit": (0.1, None)}))
+        fit(problem, FitSettings(iterations=1, regularizers={"emit": Prior(0.1)}))
 
 
 @pytest.mark.parametrize("algorithm", ["annealed", "skewed"])
