@@ -3,6 +3,8 @@ gradient M-step against finite differences and against the plain M-step, EM's mo
 E-step over weight-given probabilities against brute force."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -345,3 +347,48 @@ def test_the_python_api_fits_saves_reloads_and_decodes_a_featured_model(tmp_path
     # an unseen word is scored from its features: two unseen words of different spelling differ
     posteriors = again.decode(["Bird", "77"], posteriors=True)
     assert len(posteriors) == 2 and posteriors[0] != posteriors[1]
+
+
+def write_vectors(path, lines: str) -> str:
+    path.write_text(lines, encoding="utf-8")
+    return str(path)
+
+
+def test_word_vectors_from_a_file_are_real_valued_features(tmp_path):
+    path = write_vectors(tmp_path / "v.txt", "3 2\nwalked 0.5 -1.0\ncat 2.0 0.0\n12 0.25 0.75\n")
+    dense = Feature(f'x.lower.vectors("{path}")', (("lower", None), ("vectors", path)))
+    words = ["<unk>", "Walked", "cat", "dog", "12"]
+    block = features.build("emit", 2, 0.5, (Feature("x", ()), dense), words)
+    phi = block.phi.toarray()
+    columns = {name: i for i, name in enumerate(block.feature_names)}
+    first, second = columns[f"{dense.text}[0]"], columns[f"{dense.text}[1]"]
+    assert phi[1, first] == 0.5 and phi[1, second] == -1.0  # Walked -> walked's vector
+    assert phi[2, first] == 2.0 and second not in np.flatnonzero(phi[2])  # a 0 value is no entry
+    assert np.flatnonzero(phi[3]).tolist() == [columns["x=dog"]]  # no vector: its identity alone
+    # the gradient with real values still equals finite differences
+    rng = np.random.default_rng(0)
+    counts = rng.gamma(0.8, size=(len(words), 2)) * block.active[:, None]
+    weights = rng.normal(size=(block.n_features, 2))
+    _, gradient = block.objective(weights, counts)
+    for i in (first, second):
+        step = np.zeros_like(weights)
+        step[i, 1] = 1e-6
+        numeric = (block.objective(weights + step, counts)[0] - block.objective(weights - step, counts)[0]) / 2e-6
+        assert gradient[i, 1] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("a 1 2\nb 1 x\n", ":2:", "'x' is not a number"),
+    ("a 1 2\nb 1\n", ":2:", "has 1 values; the lines before have 2"),
+    ("a 1 2\na 3 4\n", ":2:", "has a vector already (line 1)"),
+    ("a\n", ":1:", "has no values"),
+    ("a 1 nan\n", ":1:", "not finite"),
+    ("\n\n", "", "has no vectors"),
+])
+def test_a_bad_vectors_file_is_reported_by_line(tmp_path, text, where, message):
+    from emc.io.vectors import read_vectors
+
+    path = write_vectors(tmp_path / f"bad{abs(hash(text))}.txt", text)
+    with pytest.raises(EmcError, match=re.escape(message)) as error:
+        read_vectors(path)
+    assert f"{path}{where}" in str(error.value)
