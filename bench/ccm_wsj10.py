@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from emc.eval.brackets import bracket_scores, right_branching
+from emc.priors import Prior
 from emc.runtime.fit import fit
 from emc.runtime.problem import Model, bind
 from emc.runtime.settings import FitSettings
@@ -54,7 +55,7 @@ def baselines(problem) -> list[tuple[str, dict]]:
 
 
 def run(problem, algorithm: str, init: str, seed: int, smooth: float | None) -> dict:
-    regularizers = {} if smooth is None else {t.name: (smooth, None) for t in problem.layout.learned()}
+    regularizers = {} if smooth is None else {t.name: Prior(smooth) for t in problem.layout.learned()}
     t0 = time.perf_counter()
     first = fit(problem, FitSettings(algorithm=algorithm, init=init, seed=seed, eval_every=0, regularizers=regularizers))
     more = fit(problem, FitSettings(iterations=300, tolerance=1e-7, eval_every=0, regularizers=regularizers),

@@ -30,12 +30,12 @@ from emc.eval.dependencies import attachment_scores, left_attach, right_attach
 from emc.runtime.fit import fit
 from emc.runtime.problem import Model, bind
 from emc.runtime.settings import FitSettings
-from emc.spec.check import Prior
+from emc.priors import SmoothedL0
 
 ROOT = Path(__file__).resolve().parent.parent
 # (label, algorithm, the regularizers of the M-step)
 SETTINGS = [("EM", "batch", {}), ("DA", "annealed", {}),
-            ("EM, sparse attach", "batch", {"attach": (0.0, Prior("sparse", 1.0, 0.1))})]
+            ("EM, sparse attach", "batch", {"attach": SmoothedL0(alpha=1.0, beta=0.1)})]
 
 
 def wsj10(data: Path):

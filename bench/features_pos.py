@@ -5,6 +5,8 @@ iterations, and the seconds per iteration spent in the E-step and in the M-step.
     python bench/features_pos.py                      # train section, seed 1
     python bench/features_pos.py --seeds 1 2 3 --files train.txt.gz test.txt
     python bench/features_pos.py --mstep-iterations 5 10 25   # the featured HMM per L-BFGS budget
+    python bench/features_pos.py --stepwise 3 10 50 --first-tokens 47600
+        # stepwise EM (m = 1, 3 passes) with 3, 10 or 50 featured M-steps a pass, beside plain stepwise
 
 specs/hmm.em against specs/hmm_features.em (emissions log-linear in the word, its lowercase form,
 suffixes of 1-3 letters, digit / hyphen / capital indicators, each conjoined with the state; l2(1)).
@@ -56,6 +58,30 @@ def run(problem, settings, checkpoints):
     return rows, float(np.median(seconds["estep"][:-1])), float(np.median(seconds["mstep"]))
 
 
+def compare_stepwise(args) -> None:
+    """Stepwise EM (m = 1, alpha 0.7, 3 passes) on the plain and the featured HMM, the latter with
+    each number of gradient M-steps a pass: many-to-one, one-to-one, seconds a pass."""
+    import emc.runtime.variants.stepwise as stepwise
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.fit import Evaluator, fit
+    from emc.runtime.settings import FitSettings
+
+    passes = 3
+    for spec, msteps in [("hmm.em", None)] + [("hmm_features.em", m) for m in args.stepwise]:
+        problem = load(spec, files=tuple(args.files), first_tokens=args.first_tokens)
+        if msteps is not None:
+            stepwise.FEATURED_MSTEPS_PER_PASS = msteps
+        for seed in args.seeds:
+            t0 = time.perf_counter()
+            result = fit(problem, FitSettings(algorithm="stepwise", passes=passes, batch_size=1, alpha=0.7, seed=seed,
+                                              eval_every=0))
+            seconds = (time.perf_counter() - t0) / passes
+            scores = Evaluator(problem, LocalExecutor(problem))(result.params)
+            name = spec if msteps is None else f"{spec} ({msteps} M-steps a pass)"
+            print(f"{name:36s} seed {seed}: {problem.n_examples} sentences  many-to-one {100 * scores['many_to_one']:.2f}"
+                  f"  one-to-one {100 * scores['one_to_one']:.2f}  {seconds:.2f} s a pass", flush=True)
+
+
 def label(spec: str, budget: int | None) -> str:
     return spec if budget is None else f"{spec} (L-BFGS {budget})"
 
@@ -69,7 +95,12 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, nargs="+", default=[10, 30, 50])
     parser.add_argument("--mstep-iterations", type=int, nargs="+", default=[features.MAX_ITERATIONS],
                         help="L-BFGS iterations per M-step of the featured block (one row each)")
+    parser.add_argument("--stepwise", type=int, nargs="+", metavar="MSTEPS",
+                        help="instead: stepwise EM with this many featured M-steps a pass")
+    parser.add_argument("--first-tokens", type=int, help="only the sentences holding the first N tokens")
     args = parser.parse_args()
+    if args.stepwise:
+        return compare_stepwise(args)
     points = tuple(args.iterations)
     results = {}
     models = [("hmm.em", None)] + [("hmm_features.em", m) for m in args.mstep_iterations]

@@ -144,7 +144,7 @@ def dictionary() -> None:
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.fit import fit
     from emc.runtime.settings import FitSettings
-    from emc.spec.check import Prior
+    from emc.priors import SmoothedL0
     from emc.structures.chain.data import dictionary_lines
 
     for label, files, first in [("CoNLL-2000 train+test", ("train.txt.gz", "test.txt"), None),
@@ -161,7 +161,7 @@ def dictionary() -> None:
             ("batch EM, 100 iterations", FitSettings(iterations=100, tolerance=0)),
             ("annealed (beta_min 1e-4, x1.2)", FitSettings(algorithm="annealed", iterations=30)),
             ("MAP, smoothed-L0 prior on transitions (alpha 80, beta 0.05)",
-             FitSettings(iterations=100, tolerance=0, regularizers={"trans": (0.0, Prior("sparse", 80.0, 0.05))})),
+             FitSettings(iterations=100, tolerance=0, regularizers={"trans": SmoothedL0(alpha=80.0, beta=0.05)})),
         ]:
             t0 = time.perf_counter()
             result = fit(problem, replace(settings, eval_every=0, seed=1), executor)

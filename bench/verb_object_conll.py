@@ -29,6 +29,7 @@ from common import ROOT, require_data  # noqa: E402
 
 from emc.io.readers import Lines  # noqa: E402
 from emc.io.verb_object import verb_object_pairs  # noqa: E402
+from emc.priors import Prior  # noqa: E402
 from emc.runtime.fit import fit  # noqa: E402
 from emc.runtime.problem import Model, bind  # noqa: E402
 from emc.runtime.settings import FitSettings  # noqa: E402
@@ -84,7 +85,7 @@ def main() -> int:
           f"{len(test)} test, {len(known)} of them with a known verb and noun")
     print()
     base = unigram(train, known, args.smooth)
-    regularizers = {"verb": (args.smooth, None), "noun": (args.smooth, None)}
+    regularizers = {"verb": Prior(args.smooth), "noun": Prior(args.smooth)}
     print(f"add-{args.smooth:g} smoothing of the verb and noun blocks and of the baseline; EM from random starts")
     print()
     print("| model | held-out log-likelihood / pair (nats) | gain over unigram | training objective | iterations | s / iteration |")

@@ -165,28 +165,54 @@ def cmd_compile(args) -> int:
     return 0
 
 
-FIT_EPILOG = """
-algorithms (--algorithm):
-  batch        batch EM (Dempster, Laird & Rubin 1977): expected counts over the corpus, then the
-               M-step; never lowers the objective. --iterations 100, --tolerance 1e-6
-  incremental  incremental EM (Neal & Hinton 1998): keeps each example's counts s_i and after each
-               example sets mu <- mu + s_i' - s_i; fresh random order each pass. --passes 10
-  stepwise     stepwise (online) EM (Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009):
-               mini-batches of m, mu <- (1 - eta_k) mu + eta_k s with eta_k = (k + 2)^-alpha, a sparse
-               update. --alpha 0.7, --batch-size 1, --passes 10 (m >= 100 learns far slower)
-  hard         hard (Viterbi) EM: counts from the single best structure. --iterations
-  annealed     deterministic annealing (Smith & Eisner 2004): scores raised to beta, from --beta-min
-               1e-4 growing by --beta-factor 1.2 each time EM converges at that beta
-               (--anneal-tolerance 1e-4), until 1
-  skewed       skewed annealing (Smith & Eisner 2004, section 5): the E-step interpolates in the log
-               domain between the model's posterior and the initial model's (--init RUN, --init
-               labeled, or a structure's initializer); beta = 1 is plain EM. Flags as annealed
-  vb           variational Bayes (Beal 2003; Johnson 2007): mean-field with Dirichlet priors,
-               exp(digamma) weights; objective: the evidence lower bound. --vb-alpha 0.1
-  stochastic   stochastic (Monte Carlo) EM (Celeux & Diebolt 1985; Wei & Tanner 1990): counts from
-               --samples 10 structures per example drawn from the posterior; --samples-growth G > 1
-               multiplies them by G each iteration (annealed S). Runs all --iterations
-Priors and smoothing come from the spec (`smooth add(a)`, `prior dirichlet(a)`, `prior sparse(alpha,
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+# What each algorithm does, with its papers (tests/test_cli_help.py holds them to the variants'
+# `paper`), for `emc fit --help`; its flags and their defaults are added from the settings
+# (emc/runtime/settings.py), whose metadata says which variant reads which.
+ALGORITHM_HELP = {
+    "batch": "batch EM (Dempster, Laird & Rubin 1977): expected counts over the corpus, then the M-step; never "
+             "lowers the objective.",
+    "incremental": "incremental EM (Neal & Hinton 1998): keeps each example's counts s_i and after each example "
+                   "sets mu <- mu + s_i' - s_i; fresh random order each pass.",
+    "stepwise": "stepwise (online) EM (Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009): "
+                "mini-batches of m, mu <- (1 - eta_k) mu + eta_k s with eta_k = (k + 2)^-alpha, a sparse update "
+                "(m >= 100 learns far slower).",
+    "hard": "hard (Viterbi) EM: counts from the single best structure.",
+    "annealed": "deterministic annealing (Smith & Eisner 2004): scores raised to beta, from beta-min growing "
+                "by beta-factor whenever EM converges at that beta (to anneal-tolerance), until 1.",
+    "skewed": "skewed annealing (Smith & Eisner 2004, section 5): the E-step interpolates in the log domain "
+              "between the model's posterior and the initial model's (--init RUN, --init labeled, or a "
+              "structure's initializer); beta = 1 is plain EM.",
+    "vb": "variational Bayes (Beal 2003; Johnson 2007): mean-field with Dirichlet priors, exp(digamma) weights; "
+          "objective: the evidence lower bound.",
+    "stochastic": "stochastic (Monte Carlo) EM (Celeux & Diebolt 1985; Wei & Tanner 1990): counts from --samples "
+                  "structures per example drawn from the posterior; --samples-growth G > 1 multiplies them by G "
+                  "each iteration (annealed S); runs all --iterations.",
+}
+
+
+def fit_epilog() -> str:
+    """`emc fit --help`'s closing text: each algorithm with its paper and its flags' defaults."""
+    import textwrap
+
+    from emc.runtime.settings import fit_options, variant_options
+
+    def flags(options) -> str:
+        return ", ".join(f"{_flag(f.name)} {f.default:g}" for f in options if isinstance(f.default, (int, float)))
+
+    lines = ["", "algorithms (--algorithm):"]
+    for name, text in ALGORITHM_HELP.items():
+        entry = f"  {name:<12} {text} {flags(variant_options(name))}"
+        lines += textwrap.wrap(entry, 100, subsequent_indent=" " * 15, break_on_hyphens=False)
+    driver = [f for f in fit_options() if not f.metadata["variants"]]
+    lines += textwrap.wrap(f"Every algorithm: {flags(driver)}.", 100, break_on_hyphens=False)
+    return "\n".join(lines) + "\n" + EPILOG_NOTES
+
+
+EPILOG_NOTES = """Priors and smoothing come from the spec (`smooth add(a)`, `prior dirichlet(a)`, `prior sparse(alpha,
 beta)`, the smoothed-L0 prior of Vaswani et al. 2010) and can be overridden: --smooth, --prior.
 
 data:
@@ -200,12 +226,14 @@ initialisation:
   incremental EM take the structure's ONLINE_INIT_NOISE when it names one (chain: 5, with one
   pseudo-count per row: a varied start keeps the first sentences from deciding every state alike).
 """
+FIT_EPILOG = fit_epilog()
+
 
 
 def _fit_parser(sub) -> None:
-    from emc.runtime.settings import FitSettings
+    from emc.priors.text import prior_usage
+    from emc.runtime.settings import FitSettings, fit_options, option_type
 
-    d = FitSettings()
     p = sub.add_parser("fit", help="run EM on data", formatter_class=_Formatter, epilog=FIT_EPILOG,
                        description="Fit a model to data with EM and save it to --out (params.npz, vocab.json, "
                                    "run.json, log.jsonl). One line of progress per iteration goes to stderr.")
@@ -221,50 +249,19 @@ def _fit_parser(sub) -> None:
                    help="write the checkpoint at most this often (0: after every iteration or pass)")
     _data_arguments(p, "fit")
     em = p.add_argument_group("EM")
-    em.add_argument("--algorithm", default=d.algorithm, help="which EM (see below)")
-    em.add_argument("--iterations", type=int, default=d.iterations, help="maximum iterations (batch-style algorithms)")
-    em.add_argument("--tolerance", type=float, default=d.tolerance,
-                    help="stop when the objective's relative change is below this (0: run all iterations)")
-    em.add_argument("--seed", type=int, default=d.seed, help="random seed (initialisation, shuffling)")
-    em.add_argument("--init-noise", type=float, default=d.init_noise, help="initial rows ~ 1 + NOISE * U(0,1) (default 1; online algorithms: the "
-                         "structure's ONLINE_INIT_NOISE if it names one)")
-    em.add_argument("--init", default=d.init, metavar="NAME|RUN",
-                    help="initial parameters: default (the structure's own choice, else random), random, uniform, "
-                         "labeled (from the labeled examples alone), a structure's own (spantree: random-split; "
-                         "deptree: harmonic), or a saved model's directory")
-    em.add_argument("--threads", type=int, default=d.threads, help="E-step threads (0: all cores)")
-    em.add_argument("--eval-every", type=int, default=d.eval_every,
-                    help="with gold annotations, score every N iterations (0: only at the end)")
-    em.add_argument("--passes", type=int, default=d.passes, help="passes over the data (online algorithms)")
-    em.add_argument("--alpha", type=float, default=d.alpha, help="stepwise: step size (k + 2)^-alpha, 0.5 < alpha <= 1")
-    em.add_argument("--batch-size", type=int, default=d.batch_size, help="stepwise: examples per mini-batch (m)")
-    em.add_argument("--start-mass", choices=("entry", "row"), default=d.start_mass,
-                    help="stepwise/incremental: what the starting parameters weigh as statistics, one pseudo-count "
-                         "per entry or one per row (the data outweigh the start after one mini-batch); default: "
-                         "the structure's choice (its ONLINE_START_MASS), else entry")
-    em.add_argument("--beta-min", type=float, default=d.beta_min, help="annealed/skewed: the first inverse temperature")
-    em.add_argument("--beta-factor", type=float, default=d.beta_factor, help="annealed/skewed: beta grows by this factor")
-    em.add_argument("--anneal-tolerance", type=float, default=d.anneal_tolerance,
-                    help="annealed/skewed: relative objective change at which a temperature is done")
-    em.add_argument("--vb-alpha", type=float, default=d.vb_alpha,
-                    help="vb: Dirichlet parameter of blocks without `prior dirichlet(a)`")
-    em.add_argument("--samples", type=int, default=d.samples,
-                    help="stochastic: posterior samples per example per iteration")
-    em.add_argument("--samples-growth", type=float, default=d.samples_growth, metavar="G",
-                    help="stochastic: multiply the samples by G each iteration (1: fixed)")
-    em.add_argument("--restarts", type=int, default=d.restarts,
-                    help="run from this many seeds (seed, seed+1, ...) and keep the best training objective")
+    em.add_argument("--algorithm", default=FitSettings().algorithm, help="which EM (see below)")
+    for f in fit_options():
+        owners = f.metadata["variants"]
+        em.add_argument(_flag(f.name), type=option_type(f), default=f.default, metavar=f.metadata["metavar"],
+                        choices=f.metadata["choices"],
+                        help=("/".join(owners) + ": " if owners and len(owners) < 3 else "") + f.metadata["help"])
     em.add_argument("--smooth", action="append", default=[], metavar="BLOCK=A",
                     help="override a block's smoothing: add A to its expected counts")
     em.add_argument("--prior", action="append", default=[], metavar="BLOCK=PRIOR",
-                    help="override a block's prior: dirichlet(A), sparse(ALPHA,BETA) or none")
+                    help=f"override a block's prior: {prior_usage()}")
     em.add_argument("--labeled", metavar="FILE",
                     help="semi-supervised: examples with their latent structure (a tagged CoNLL file for a "
                          "chain), trained on with the data; see --labeled-weight, --init labeled")
-    em.add_argument("--labeled-weight", type=float, default=d.labeled_weight,
-                    help="semi-supervised: weight of the labeled examples' counts")
-    em.add_argument("--unlabeled-weight", type=float, default=d.unlabeled_weight,
-                    help="semi-supervised: weight lambda of the unlabeled examples' counts (Nigam et al. 2000)")
     em.add_argument("--workers", type=int, metavar="N",
                     help="run the E-step on a local Dask cluster of N worker processes (pip install 'emc[dask]')")
     em.add_argument("--scheduler", metavar="ADDRESS", help="run the E-step on an existing Dask cluster")
@@ -303,7 +300,7 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 def cmd_fit(args) -> int:
     from emc.runtime import job as jobs
-    from emc.runtime.settings import FitSettings
+    from emc.runtime.settings import FitSettings, fit_options
 
     say = (lambda message: None) if args.quiet else _note
     observers = [] if args.quiet else [_progress_line]
@@ -318,30 +315,26 @@ def cmd_fit(args) -> int:
         raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
                        "(or continue a fit: emc fit --resume RUN)")
     from_run = Path(args.init).is_dir()
-    settings = FitSettings(
-        algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
-        seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
-        threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-        start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
-        anneal_tolerance=args.anneal_tolerance,
-        vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
-        restarts=args.restarts, samples=args.samples, samples_growth=args.samples_growth,
-        regularizers=_regularizers(args))
+    settings = FitSettings(algorithm=args.algorithm, regularizers=_regularizers(args),
+                           **{f.name: getattr(args, f.name) for f in fit_options()})
+    if from_run:
+        settings.init = "default"
     job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                         args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
     jobs.run(job, Path(args.out) if args.out else None, observer, say, progress, overwrite=args.overwrite)
     return 0
 
 
-def _regularizers(args) -> dict:
+def _regularizers(args) -> dict[str, str]:
     """--smooth BLOCK=A and --prior BLOCK=dirichlet(A)|sparse(ALPHA,BETA)|none, merged per block
-    (a block named in only one of them keeps the spec's other setting: see mstep)."""
+    into the text of what they replace in the spec's prior (a block named in only one of them
+    keeps the spec's other setting: see emc.priors.text.prior_from_text)."""
     import math
-    import re
 
-    from emc.spec.check import Prior
+    from emc.priors.text import PriorError, override_text, prior_from_expression
 
-    out: dict[str, list] = {}
+    smoothing: dict[str, float] = {}
+    priors: dict = {}
     for item in args.smooth:
         name, _, value = item.partition("=")
         try:
@@ -350,25 +343,14 @@ def _regularizers(args) -> dict:
             raise EmcError(f"--smooth {item}: write --smooth BLOCK=AMOUNT") from None
         if not math.isfinite(amount) or amount < 0:
             raise EmcError(f"--smooth {item}: the amount must be a finite number >= 0")
-        out.setdefault(name, [None, "keep"])[0] = amount
+        smoothing[name] = amount
     for item in args.prior:
         name, _, value = item.partition("=")
-        match = re.fullmatch(r"\s*(dirichlet|sparse)\s*\(([^)]*)\)\s*|\s*(none)\s*", value)
-        if not match:
-            raise EmcError(f"--prior {item}: write BLOCK=dirichlet(A), BLOCK=sparse(ALPHA,BETA) or BLOCK=none")
-        if match.group(3):
-            prior = None
-        else:
-            try:
-                numbers = [float(v) for v in match.group(2).split(",")]
-            except ValueError:
-                raise EmcError(f"--prior {item}: the prior's arguments must be numbers") from None
-            want = 1 if match.group(1) == "dirichlet" else 2
-            if len(numbers) != want or min(numbers) <= 0 or not all(map(math.isfinite, numbers)):
-                raise EmcError(f"--prior {item}: {match.group(1)} takes {want} finite positive number(s)")
-            prior = Prior(match.group(1), *numbers)
-        out.setdefault(name, [None, "keep"])[1] = prior
-    return {name: tuple(v) for name, v in out.items()}
+        try:
+            priors[name] = prior_from_expression(value)
+        except PriorError as err:
+            raise EmcError(f"--prior {item}: {err}") from None
+    return {name: override_text(smoothing.get(name), priors.get(name)) for name in {**smoothing, **priors}}
 
 
 class _JsonLog:

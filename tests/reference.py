@@ -318,7 +318,7 @@ def normalise(mu: np.ndarray, layout, settings: FitSettings) -> np.ndarray:
     """Statistics to parameters: each learned row (plus its smoothing) divided by its total."""
     out = mu.copy()
     for t in layout.learned():
-        smoothing, _ = settings.regularizers.get(t.name, (t.smoothing, None))
+        smoothing = settings.regularizers.get(t.name, t.prior).smoothing
         rows = t.local_rows()
         totals = t.row_sums(out)
         out[t.entries] = (out[t.entries] + smoothing) / (totals[rows] + smoothing * t.row_sizes()[rows])

@@ -26,3 +26,16 @@ def test_fit_help_states_the_real_defaults():
                         ("--vb-alpha", d.vb_alpha)]:
         stated = re.findall(rf"{flag}\s+([0-9.e-]+)", " ".join(FIT_EPILOG.split()))
         assert stated and all(float(s) == value for s in stated), (flag, stated, value)
+
+
+def test_each_option_names_variants_that_exist_and_reaches_the_command_line():
+    """The settings' metadata is the one place the options are declared: every variant it names
+    exists, and each option is an `emc fit` flag with the setting's default."""
+    from emc.cli import build_parser
+    from emc.runtime.settings import fit_options
+
+    fit_parser = build_parser()._subparsers._group_actions[0].choices["fit"]
+    flags = {action.dest: action for action in fit_parser._actions}
+    for f in fit_options():
+        assert set(f.metadata["variants"]) <= set(VARIANTS), f.name
+        assert flags[f.name].default == f.default and flags[f.name].help.endswith(f.metadata["help"]), f.name

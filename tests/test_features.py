@@ -3,11 +3,14 @@ gradient M-step against finite differences and against the plain M-step, EM's mo
 E-step over weight-given probabilities against brute force."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import emc.runtime.features as features
 from emc.io.views import apply_views
+from emc.priors import Prior
 from emc.runtime.fit import fit
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
@@ -167,7 +170,7 @@ def test_variants_without_a_log_linear_form_refuse(tmp_path, algorithm):
 def test_smoothing_a_featured_block_from_the_command_line_is_refused(tmp_path):
     problem = problem_from_lines(tmp_path, FEATURED, LINES)
     with pytest.raises(EmcError, match="regularised by its l2"):
-        fit(problem, FitSettings(iterations=1, regularizers={"emit": (0.1, None)}))
+        fit(problem, FitSettings(iterations=1, regularizers={"emit": Prior(0.1)}))
 
 
 @pytest.mark.parametrize("algorithm", ["annealed", "skewed"])
@@ -244,18 +247,23 @@ def test_info_on_a_run_lists_the_heaviest_features_per_row(tmp_path, capsys):
     assert "x.suffix(2)=" in out
 
 
-def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
+@pytest.mark.parametrize("msteps_per_pass", [10, 1])
+def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path, monkeypatch, msteps_per_pass):
     """Against the textbook update over whole tables: mu <- (1 - eta) mu + eta s per mini-batch,
     then the plain rows normalised and the featured block's weights by the gradient M-step on its
-    mu. On 6 sentences in mini-batches of 2 every slice of a pass is one mini-batch, so the
-    variant's M-step per slice is one per mini-batch here."""
+    mu scaled to a pass (mini-batches per pass). On 6 sentences in mini-batches of 2 every slice of
+    a pass is one mini-batch, so the variant's M-step per slice is one per mini-batch here; with one
+    M-step per pass it folds the pass's three updates into mu at once, which must be exact."""
+    import emc.runtime.variants.stepwise as stepwise
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.initialize import initial_params
     from emc.runtime.variants.online_state import start_mass, statistics_state
     from emc.structures.semiring import SUM
 
+    monkeypatch.setattr(stepwise, "FEATURED_MSTEPS_PER_PASS", msteps_per_pass)
     problem = problem_from_lines(tmp_path, FEATURED, LINES)
     settings = FitSettings(algorithm="stepwise", passes=2, batch_size=2, tolerance=0, eval_every=0, seed=3)
+    batches_per_mstep = 1 if msteps_per_pass == 10 else 3
     result = fit(problem, settings)
 
     layout = problem.layout
@@ -267,11 +275,15 @@ def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
     mu = statistics_state(start, layout, np.zeros(len(layout.tables)), start_mass(problem, settings)).theta.copy()
     k = 0
 
+    # between M-steps the E-step reads the featured block as statistics that started from its
+    # probabilities (one count per row) and took the mini-batches' updates since
+    shown = np.exp(emit.featured.log_probabilities(weights))
+
     def current() -> np.ndarray:
         theta = problem.fixed_theta.copy()
         m = trans.matrix(mu)
         trans.matrix(theta)[:] = m / m.sum(axis=0)
-        emit.matrix(theta)[:] = np.exp(emit.featured.log_probabilities(weights))
+        emit.matrix(theta)[:] = shown / shown.sum(axis=0)
         return theta
 
     for _ in range(settings.passes):
@@ -281,8 +293,11 @@ def test_stepwise_em_runs_the_gradient_m_step_on_its_statistics(tmp_path):
             counts = executor.estep(ParamState.plain(current(), layout), batch, SUM, np.ones(len(batch))).counts
             eta = (k + 2.0) ** -settings.alpha
             mu = (1 - eta) * mu + eta * counts
-            weights = emit.featured.maximize(emit.matrix(mu).copy(), weights)
+            shown = (1 - eta) * shown + eta * emit.matrix(counts)
             k += 1
+            if k % batches_per_mstep == 0:  # mu averages a mini-batch's counts: the M-step sees a pass's
+                weights = emit.featured.maximize(emit.matrix(mu) * (problem.n_examples / settings.batch_size), weights)
+                shown = np.exp(emit.featured.log_probabilities(weights))
     np.testing.assert_allclose(result.params.weights(layout), current(), rtol=1e-6, atol=1e-12)
     np.testing.assert_allclose(result.params.features["emit"], weights, rtol=1e-5, atol=1e-8)
 
@@ -332,3 +347,48 @@ def test_the_python_api_fits_saves_reloads_and_decodes_a_featured_model(tmp_path
     # an unseen word is scored from its features: two unseen words of different spelling differ
     posteriors = again.decode(["Bird", "77"], posteriors=True)
     assert len(posteriors) == 2 and posteriors[0] != posteriors[1]
+
+
+def write_vectors(path, lines: str) -> str:
+    path.write_text(lines, encoding="utf-8")
+    return str(path)
+
+
+def test_word_vectors_from_a_file_are_real_valued_features(tmp_path):
+    path = write_vectors(tmp_path / "v.txt", "3 2\nwalked 0.5 -1.0\ncat 2.0 0.0\n12 0.25 0.75\n")
+    dense = Feature(f'x.lower.vectors("{path}")', (("lower", None), ("vectors", path)))
+    words = ["<unk>", "Walked", "cat", "dog", "12"]
+    block = features.build("emit", 2, 0.5, (Feature("x", ()), dense), words)
+    phi = block.phi.toarray()
+    columns = {name: i for i, name in enumerate(block.feature_names)}
+    first, second = columns[f"{dense.text}[0]"], columns[f"{dense.text}[1]"]
+    assert phi[1, first] == 0.5 and phi[1, second] == -1.0  # Walked -> walked's vector
+    assert phi[2, first] == 2.0 and second not in np.flatnonzero(phi[2])  # a 0 value is no entry
+    assert np.flatnonzero(phi[3]).tolist() == [columns["x=dog"]]  # no vector: its identity alone
+    # the gradient with real values still equals finite differences
+    rng = np.random.default_rng(0)
+    counts = rng.gamma(0.8, size=(len(words), 2)) * block.active[:, None]
+    weights = rng.normal(size=(block.n_features, 2))
+    _, gradient = block.objective(weights, counts)
+    for i in (first, second):
+        step = np.zeros_like(weights)
+        step[i, 1] = 1e-6
+        numeric = (block.objective(weights + step, counts)[0] - block.objective(weights - step, counts)[0]) / 2e-6
+        assert gradient[i, 1] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("a 1 2\nb 1 x\n", ":2:", "'x' is not a number"),
+    ("a 1 2\nb 1\n", ":2:", "has 1 values; the lines before have 2"),
+    ("a 1 2\na 3 4\n", ":2:", "has a vector already (line 1)"),
+    ("a\n", ":1:", "has no values"),
+    ("a 1 nan\n", ":1:", "not finite"),
+    ("\n\n", "", "has no vectors"),
+])
+def test_a_bad_vectors_file_is_reported_by_line(tmp_path, text, where, message):
+    from emc.io.vectors import read_vectors
+
+    path = write_vectors(tmp_path / f"bad{abs(hash(text))}.txt", text)
+    with pytest.raises(EmcError, match=re.escape(message)) as error:
+        read_vectors(path)
+    assert f"{path}{where}" in str(error.value)

@@ -64,3 +64,27 @@ def test_resume_loads_the_checkpoint_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(job, "load_checkpoint", counting)
     assert main(["fit", "--resume", str(run)]) == 0
     assert len(loads) == 1 and "resuming" in capsys.readouterr().err
+
+
+def test_a_fit_checks_its_spec_once_even_in_two_directions(tmp_path, monkeypatch):
+    """The spec is parsed and checked once on the way to a fit: make_job keeps the checked model,
+    and every step (alignment's two directions included) reuses it."""
+    from emc.runtime import problem
+
+    checks = []
+
+    def counting(real):
+        def checked(*args, **kwargs):
+            checks.append(args)
+            return real(*args, **kwargs)
+        return checked
+
+    monkeypatch.setattr(job, "check", counting(job.check))
+    monkeypatch.setattr(problem, "check", counting(problem.check))
+    fit(tmp_path, "--quiet")
+    assert len(checks) == 1
+    bitext = tmp_path / "pairs.txt"
+    bitext.write_text("the house ||| la maison\na house ||| une maison\n")
+    assert main(["fit", str(ROOT / "specs" / "ibm1.em"), str(bitext), "--iterations", "2", "--quiet",
+                 "--out", str(tmp_path / "ibm1")]) == 0
+    assert (tmp_path / "ibm1" / "reverse" / "params.npz").exists() and len(checks) == 2

@@ -13,13 +13,12 @@ from conftest import ROOT
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit, fit_with_restarts
 from emc.runtime.initialize import init_noise, initial_params
-from emc.runtime.mstep import maximize_table
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.settings import FitSettings
-from emc.runtime.sparse_prior import FLOOR, maximize_row, objective
 from emc.runtime.variants import VARIANTS
 from emc.runtime.variants.online_state import start_mass
-from emc.spec.check import Prior
+from emc.priors import Dirichlet, Prior, SmoothedL0
+from emc.priors.smoothed_l0 import FLOOR, maximize_row, objective
 from emc.structures.semiring import SUM
 from helpers import problem_from_lines
 from reference import dense_incremental, normalise, pseudo_counts
@@ -72,7 +71,7 @@ def dense_stepwise(problem, settings: FitSettings) -> np.ndarray:
                                                              (2, 1.0, 0.5, "row")])
 def test_sparse_stepwise_update_equals_the_dense_update(problem, batch_size, alpha, smoothing, mass):
     s = base(algorithm="stepwise", passes=3, batch_size=batch_size, alpha=alpha, start_mass=mass,
-             regularizers={"emit": (smoothing, None)})
+             regularizers={"emit": Prior(smoothing)})
     sparse = fit(problem, s).params.weights(problem.layout)
     np.testing.assert_allclose(sparse, dense_stepwise(problem, s), rtol=1e-9, atol=1e-12)
 
@@ -200,10 +199,10 @@ def test_vb_lower_bound_never_decreases_and_weights_are_subnormalised(problem):
 def test_smoothing_and_dirichlet_map(problem):
     # two rows of three outcomes, outcome-major: row 0 has counts 3, 1, 0 and row 1 none
     counts, rows = np.array([3.0, 0.0, 1.0, 0.0, 0.0, 0.0]), np.array([0, 1, 0, 1, 0, 1])
-    np.testing.assert_allclose(maximize_table(counts, rows, 2, 1.0, None)[::2], [4 / 7, 2 / 7, 1 / 7])
-    np.testing.assert_allclose(maximize_table(counts, rows, 2, 0.0, Prior("dirichlet", 0.5))[::2], [5 / 6, 1 / 6, 0.0])
-    np.testing.assert_allclose(maximize_table(counts, rows, 2, 0.0, None)[1::2], [1 / 3] * 3)
-    result = fit(problem, base(iterations=15, regularizers={"trans": (0.3, None), "emit": (0.0, Prior("dirichlet", 2.0))}))
+    np.testing.assert_allclose(Prior(1.0).maximize(counts, rows, 2, np.empty(6))[::2], [4 / 7, 2 / 7, 1 / 7])
+    np.testing.assert_allclose(Dirichlet(alpha=0.5).maximize(counts, rows, 2, np.empty(6))[::2], [5 / 6, 1 / 6, 0.0])
+    np.testing.assert_allclose(Prior().maximize(counts, rows, 2, np.empty(6))[1::2], [1 / 3] * 3)
+    result = fit(problem, base(iterations=15, regularizers={"trans": Prior(0.3), "emit": Dirichlet(alpha=2.0)}))
     assert monotone(objectives(result))
 
 
@@ -221,7 +220,7 @@ def test_sparse_prior_row_is_feasible_and_beats_the_warm_start(counts, alpha, be
 
 def test_sparse_prior_gives_a_sparser_transition_table(problem):
     plain = fit(problem, base(iterations=20))
-    sparse = fit(problem, base(iterations=20, regularizers={"trans": (0.0, Prior("sparse", 20.0, 0.05))}))
+    sparse = fit(problem, base(iterations=20, regularizers={"trans": SmoothedL0(alpha=20.0, beta=0.05)}))
     trans = problem.layout.table("trans")
     near_zero = lambda r: int((trans.matrix(r.params.theta) < 1e-4).sum())  # noqa: E731
     assert near_zero(sparse) > near_zero(plain)

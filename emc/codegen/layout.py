@@ -5,6 +5,9 @@ the data) derive them from the checked model with these functions, so the two al
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from emc.codegen.abi import TABLE_META_SIZE
 from emc.io.views import view_key
 from emc.spec.check import CheckedModel, ResolvedAttr
@@ -40,10 +43,35 @@ def table_spaces(model: CheckedModel) -> list[str]:
     return spaces
 
 
-def meta_names(model: CheckedModel) -> list[str]:
-    """Meta slots: structure arguments, space sizes, then TABLE_META_SIZE slots per table."""
-    names = [f"arg:{a.name}" for a in model.structure.args]
-    names += [f"size:{space}" for space in table_spaces(model)]
-    for factor in model.tables():
-        names += [f"table:{factor.table}"] + [f"table:{factor.table}#{i}" for i in range(1, TABLE_META_SIZE)]
-    return names
+@dataclass(frozen=True)
+class MetaSlot:
+    """Where the meta array holds one value the generated code reads: a structure argument
+    (kind "arg"), a value space's size ("size") or a table's TABLE_META_SIZE values ("table":
+    offset, row offset, rows, outcomes, index; emc/codegen/abi.py)."""
+
+    kind: Literal["arg", "size", "table"]
+    name: str  # the argument's, the space's or the table's
+    index: int  # the position of its (first) value in meta
+    width: int = 1  # how many values it takes
+
+    @property
+    def label(self) -> str:
+        """As the generated code's comments name it: `arg:states`, `size:vocab:x`, `table:emit`."""
+        return f"{self.kind}:{self.name}"
+
+
+def meta_slots(model: CheckedModel) -> list[MetaSlot]:
+    """Meta slots: structure arguments, space sizes, then one slot of TABLE_META_SIZE values per table."""
+    groups = [("arg", [a.name for a in model.structure.args], 1), ("size", table_spaces(model), 1),
+              ("table", [factor.table for factor in model.tables()], TABLE_META_SIZE)]
+    slots: list[MetaSlot] = []
+    index = 0
+    for kind, names, width in groups:
+        for name in names:
+            slots.append(MetaSlot(kind, name, index, width))
+            index += width
+    return slots
+
+
+def meta_size(slots: list[MetaSlot]) -> int:
+    return sum(slot.width for slot in slots)

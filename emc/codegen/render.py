@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from emc.version import __version__
-from emc.codegen.layout import array_names, meta_names, table_spaces, token_array_name, token_attributes
+from emc.codegen.layout import array_names, meta_size, meta_slots, table_spaces, token_array_name, token_attributes
 from emc.spec.check import CheckedModel, Factor
 from emc.structures.registry import codegen_for
 
@@ -70,18 +70,17 @@ def render_context(model: CheckedModel) -> dict:
 
     meta = []
     table_const: dict[str, str] = {}
+    size_const: dict[str, str] = {}
     size_local: dict[str, str] = {}
-    for index, name in enumerate(meta_names(model)):
-        if name.startswith("table:") and "#" not in name:
-            const = _const("T_", name[len("table:"):], taken)
-            table_const[name[len("table:"):]] = const
-            meta.append((const, index, name))
-        elif name.startswith("arg:"):
-            meta.append((_const("M_", name[len("arg:"):], taken), index, name))
-        elif name.startswith("size:"):
-            const = _const("M_SIZE_", name[len("size:"):], taken)
-            meta.append((const, index, name))
-            size_local[name[len("size:"):]] = "size_" + const[len("M_SIZE_"):].lower()
+    slots_of_meta = meta_slots(model)
+    for slot in slots_of_meta:
+        const = _const({"arg": "M_", "size": "M_SIZE_", "table": "T_"}[slot.kind], slot.name, taken)
+        meta.append((const, slot.index, slot.label))
+        if slot.kind == "table":
+            table_const[slot.name] = const
+        elif slot.kind == "size":
+            size_const[slot.name] = const
+            size_local[slot.name] = "size_" + const[len("M_SIZE_"):].lower()
 
     token_locals: dict[str, str] = {}
     token_arrays = []
@@ -115,8 +114,7 @@ def render_context(model: CheckedModel) -> dict:
         ))
 
     used = " ".join(f"{r.row} {r.outcome}" for reads in slots.values() for r in reads)
-    sizes = [(size_local[s], next(c for c, _, n in meta if n == f"size:{s}"), s)
-             for s in table_spaces(model) if re.search(rf"\b{size_local[s]}\b", used)]
+    sizes = [(size_local[s], size_const[s], s) for s in table_spaces(model) if re.search(rf"\b{size_local[s]}\b", used)]
     return {
         "model": model.name,
         "source": Path(model.spec.path).name,
@@ -125,7 +123,7 @@ def render_context(model: CheckedModel) -> dict:
         "args": binding.args,
         "arrays": arrays,
         "meta": meta,
-        "meta_size": len(meta_names(model)),
+        "meta_size": meta_size(slots_of_meta),
         "sizes": sizes,
         "token_arrays": token_arrays,
         "token_reads": token_reads,

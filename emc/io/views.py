@@ -53,6 +53,10 @@ VIEWS: dict[str, View] = {
 
 MAX_VIEW_LENGTH = 50
 
+# `x.vectors("file")`: real-valued features of the word from a file of word vectors
+# (emc/io/vectors.py); a view for features(...) only, since its value is a vector, not a string
+DENSE_VIEW = "vectors"
+
 
 @dataclass(frozen=True)
 class PairView:

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse
 
-from emc.io.views import apply_views
+from emc.io.vectors import read_vectors
+from emc.io.views import DENSE_VIEW, apply_views
 from emc.io.vocab import UNK
 from emc.runtime import loglinear
 from emc.spec.check import Feature
@@ -132,19 +133,31 @@ def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], val
     ordered = sorted(features, key=lambda f: bool(f.views))  # the identity (no views) first
     has_identity = bool(ordered) and not ordered[0].views
     index: dict[str, int] = {}
-    indptr, indices = [0], []
+    indptr, indices, data = [0], [], []
     for i, value in enumerate(values):
-        keys = [UNK] if i == 0 and value == UNK else [f"{f.text}={apply_views(value, f.views)}" for f in ordered]
-        for key in keys:
+        entries = [(UNK, 1.0)] if i == 0 and value == UNK else [e for f in ordered for e in feature_values(f, value)]
+        for key, x in entries:
             column = index.get(key)
             if column is None:
                 column = index[key] = len(index)
             indices.append(column)
+            data.append(x)
         indptr.append(len(indices))
     indices_array, starts = np.array(indices, np.int64), np.array(indptr, np.int64)
-    phi = scipy.sparse.csr_matrix((np.ones(len(indices)), indices_array, starts), shape=(len(values), len(index)))
+    phi = scipy.sparse.csr_matrix((np.array(data, float), indices_array, starts), shape=(len(values), len(index)))
     identity = indices_array[starts[:-1]] if has_identity else None
     return FeaturedBlock(name, rows, kappa, phi, list(index), tuple(ordered), identity, active)
+
+
+def feature_values(feature: Feature, value: str) -> list[tuple[str, float]]:
+    """The (feature column name, value) pairs of one outcome under one feature: `x.suffix(2)` gives
+    one indicator (`x.suffix(2)=ed`, 1); `x.lower.vectors("f")` gives the lowercased word's vector
+    from file f, one real-valued column per dimension (`x.lower.vectors("f")[3]`; a word without a
+    vector gives none)."""
+    if feature.views and feature.views[-1][0] == DENSE_VIEW:
+        vector = read_vectors(str(feature.views[-1][1])).lookup(apply_views(value, feature.views[:-1]))
+        return [] if vector is None else [(f"{feature.text}[{j}]", float(x)) for j, x in enumerate(vector) if x]
+    return [(f"{feature.text}={apply_views(value, feature.views)}", 1.0)]
 
 
 # --- decoding: words never seen in training ---------------------------------------------------

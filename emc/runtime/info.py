@@ -36,15 +36,11 @@ def _describe_model(model: CheckedModel) -> list[str]:
         lines.append(f"  {path:16s} {attr.role:8s} values in {attr.space}: {attr.help}{views}")
     lines.append("factors (each multiplies into its slot's part scores):")
     for f in model.factors:
-        reg = []
-        if f.smoothing:
-            reg.append(f"smooth add({f.smoothing:g})")
-        if f.prior:
-            reg.append(f"prior {f.prior.kind}({f.prior.alpha:g}" + (f", {f.prior.beta:g})" if f.prior.beta else ")"))
+        reg = f.prior.describe()
         shared = f", shares table '{f.table}'" if f.table != f.name else ""
         lines.append(f"  {f.name}: {f.signature} [{f.kind}{shared}] -> {f.slot} slot; rows over "
                      f"{' x '.join(f.context_spaces) or '(one row)'}, outcomes over {' x '.join(f.outcome_spaces)}"
-                     + (f"; {', '.join(reg)}" if reg else ""))
+                     + (f"; {reg}" if reg else ""))
     lines.append(f"DP: {s.dp}; cost {s.cost(b.args)}")
     return lines
 

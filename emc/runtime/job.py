@@ -3,10 +3,12 @@
 The CLI's `emc fit` and the Python API both run jobs. A job is plain data (the spec's text, its
 overrides, the data options, the settings), so a checkpoint can carry it and `emc fit --resume`
 rebuilds exactly the same problem: the data are read again in the same order, so vocabularies
-and example order come out identical.
+and example order come out identical. The spec is parsed and checked once per job (`Job.checked`):
+every step of the fit, and each fit of a structure's own fit mode, use that checked model.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from contextlib import nullcontext
@@ -16,6 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from emc.priors import Prior
+from emc.priors.text import prior_from_text
 from emc.runtime.checkpoint import NAME as CHECKPOINT
 from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
 from emc.runtime.executor import LocalExecutor
@@ -28,7 +32,9 @@ from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.run_folder import RunFolderLock
 from emc.runtime.settings import FitSettings
+from emc.spec.check import CheckedModel, check
 from emc.spec.errors import EmcError, did_you_mean
+from emc.spec.parse import parse_file, parse_text
 
 # The first run's estimate: a cold compile of specs/hmm.em took 20 s on a 2-core machine, 60 s with
 # the machine shared by other work (bench/hmm_vs_hmmlearn.py's cold line).
@@ -53,6 +59,12 @@ class Job:
     def fit_settings(self) -> FitSettings:
         return FitSettings.from_json(self.settings)
 
+    @functools.cached_property
+    def checked(self) -> CheckedModel:
+        """The spec parsed and checked with the job's overrides, once (not a field: a checkpoint
+        keeps the job's plain data, and a resumed job checks its spec again, once)."""
+        return check(parse_text(self.spec_text, self.spec_path), self.overrides)
+
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
     out = {}
@@ -68,11 +80,11 @@ def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
 def make_job(spec_path: str, data: list[str], overrides: dict[str, Any], options: dict[str, Any],
              settings: FitSettings, labeled: str | None = None, init_run: str | None = None,
              checkpoint_seconds: float = 0.0, workers: int | None = None, scheduler: str | None = None) -> Job:
-    from emc.spec.parse import parse_file
-
-    text = parse_file(spec_path).text  # reports an unreadable, non-UTF-8 or malformed spec here
-    return Job(text, str(spec_path), overrides, list(data), _jsonable(options), settings.to_json(), labeled,
-               init_run, checkpoint_seconds, workers, scheduler)
+    spec = parse_file(spec_path)  # reports an unreadable, non-UTF-8 or malformed spec here
+    job = Job(spec.text, str(spec_path), overrides, list(data), _jsonable(options), settings.to_json(), labeled,
+              init_run, checkpoint_seconds, workers, scheduler)
+    job.checked = check(spec, overrides)  # the job keeps the spec it parsed, checked
+    return job
 
 
 @dataclass
@@ -84,11 +96,11 @@ class Prepared:
 
 
 def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
-    """Compile the model, read and pack the data (and the --init run's parameters); `options` in
-    place of the job's (a structure fitting two models reads the data twice, differently)."""
+    """Compile the job's checked model, read and pack the data (and the --init run's parameters);
+    `options` in place of the job's (a structure fitting two models reads the data twice, differently)."""
     options = job.options if options is None else options
     t0 = time.perf_counter()
-    model = Model.from_text(job.spec_text, job.spec_path, job.overrides)
+    model = Model.from_checked(job.checked)
     compile_seconds = time.perf_counter() - t0
     saved: SavedRun | None = load_run(job.init_run) if job.init_run else None
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()} if saved else {}
@@ -109,17 +121,17 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
     return Prepared(model, problem, init, compile_seconds)
 
 
-def resolve_regularizers(raw: dict, problem: Problem) -> dict:
-    """--smooth / --prior overrides by block name, completed from the spec's own settings."""
+def resolve_regularizers(raw: dict[str, Prior | str], problem: Problem) -> dict[str, Prior]:
+    """--smooth / --prior overrides by block name, each a Prior, or the text of what it replaces
+    in the spec's prior (emc.priors.text.prior_from_text)."""
     out = {}
     names = [t.name for t in problem.layout.learned()]
-    for name, (smoothing, prior) in raw.items():
+    for name, prior in raw.items():
         if name not in names:
             hint = did_you_mean(name, names)
             raise EmcError(f"--smooth/--prior {name}: no learned block of that name"
                            + (f"; {hint}" if hint else f" (blocks: {', '.join(names)})"))
-        table = problem.layout.table(name)
-        out[name] = (table.smoothing if smoothing is None else smoothing, table.prior if prior == "keep" else prior)
+        out[name] = prior if isinstance(prior, Prior) else prior_from_text(prior, problem.layout.table(name).prior)
     return out
 
 
@@ -268,13 +280,9 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
     """Carry out a fit: the structure's own way when it has a fit mode for these options
     (emc/runtime/modes/dispatch.py), else the ordinary fit. `out` is locked while the fit writes it, and refused if it
     already holds a model, unless `overwrite` or `resuming` (see emc.runtime.run_folder)."""
-    from emc.spec.check import check
-    from emc.spec.parse import parse_text
     with RunFolderLock(out, overwrite, resuming) if out is not None else nullcontext():
         runner = Runner(job, out, observer, say, progress, resuming)
-        # only the structure's name is needed here: prepare() compiles the model (and times it)
-        structure = check(parse_text(job.spec_text, job.spec_path), job.overrides).structure.name
-        custom = fit_mode(structure, job.options)
+        custom = fit_mode(job.checked.structure.name, job.options)
         if custom is not None:
             custom(runner)
         else:

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from emc.codegen.abi import TABLE_META_SIZE, TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
-from emc.codegen.layout import meta_names
-from emc.spec.check import CheckedModel, Prior
-
-CHUNK = 1 << 20
+from emc.codegen.abi import TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
+from emc.codegen.layout import meta_size, meta_slots
+from emc.priors import Prior
+from emc.priors.normalize import CHUNK, normalize_table
+from emc.spec.check import CheckedModel
 
 
 @dataclass
@@ -42,8 +42,7 @@ class TableLayout:
     outcomes: int
     context_spaces: tuple[str, ...]
     outcome_spaces: tuple[str, ...]
-    smoothing: float = 0.0
-    prior: Prior | None = None
+    prior: Prior = Prior()  # with the block's smoothing (emc/priors)
     # sparse tables: the local row and outcome of each entry (None for dense tables)
     entry_rows: np.ndarray | None = field(default=None, repr=False)
     entry_outcomes: np.ndarray | None = field(default=None, repr=False)
@@ -114,7 +113,7 @@ class ParamLayout:
             outcomes = int(np.prod([sizes[s] for s in factor.outcome_spaces], dtype=np.int64))
             entry_rows, entry_outcomes = sparse.get(factor.table, (None, None))
             table = TableLayout(factor.table, factor.kind, index, offset, row_offset, rows, outcomes,
-                                factor.context_spaces, factor.outcome_spaces, factor.smoothing, factor.prior,
+                                factor.context_spaces, factor.outcome_spaces, factor.prior,
                                 _entry_indices(entry_rows), _entry_indices(entry_outcomes))
             tables.append(table)
             offset += table.size
@@ -149,22 +148,21 @@ class ParamLayout:
         return mask
 
     def meta(self, model: CheckedModel, args: dict, sizes: dict[str, int]) -> np.ndarray:
-        """The meta array the generated code reads (see emc.codegen.layout.meta_names)."""
-        values = []
+        """The meta array the generated code reads (see emc.codegen.layout.meta_slots)."""
+        slots = meta_slots(model)
+        values = np.zeros(meta_size(slots), np.int64)
         tables = {t.name: t for t in self.tables}
-        for name in meta_names(model):
-            kind, _, key = name.partition(":")
-            if kind == "arg":
-                values.append(int(args[key]))
-            elif kind == "size":
-                values.append(sizes[key])
-            elif "#" not in key:
-                t = tables[key]
-                slots = [0] * TABLE_META_SIZE
-                slots[TABLE_OFFSET], slots[TABLE_ROW_OFFSET] = t.offset, t.row_offset
-                slots[TABLE_ROWS], slots[TABLE_OUTCOMES], slots[TABLE_INDEX] = t.rows, t.outcomes, t.index
-                values.extend(slots)
-        return np.array(values, np.int64)
+        for slot in slots:
+            if slot.kind == "arg":
+                values[slot.index] = int(args[slot.name])
+            elif slot.kind == "size":
+                values[slot.index] = sizes[slot.name]
+            else:
+                t = tables[slot.name]
+                table = values[slot.index:slot.index + slot.width]
+                table[TABLE_OFFSET], table[TABLE_ROW_OFFSET] = t.offset, t.row_offset
+                table[TABLE_ROWS], table[TABLE_OUTCOMES], table[TABLE_INDEX] = t.rows, t.outcomes, t.index
+        return values
 
 
 @dataclass
@@ -229,37 +227,6 @@ def _entry_indices(values) -> np.ndarray | None:
     if not np.issubdtype(values.dtype, np.integer):
         raise TypeError(f"sparse entries must be integers, not {values.dtype}")
     return values
-
-
-def normalize_table(values: np.ndarray, local_rows: np.ndarray | None, rows: int,
-                    out: np.ndarray | None = None) -> np.ndarray:
-    """Each row of one table's entries divided by its sum (a row summing to 0 becomes uniform),
-    into `out` (which may be `values`; a new array by default). `local_rows` is the row of each
-    entry, or None for a dense table, which is then read as its (outcomes, rows) matrix, with no
-    per-entry index made."""
-    out = np.empty(len(values)) if out is None else out
-    if local_rows is None:
-        matrix, result = values.reshape(-1, rows), out.reshape(-1, rows)
-        total = matrix.sum(axis=0)
-        empty = total <= 0
-        total[empty] = 1.0
-        np.divide(matrix, total, out=result)
-        result[:, empty] = 1.0 / matrix.shape[0]
-        return out
-    total, size = np.zeros(rows), np.zeros(rows, np.int64)
-    for a in range(0, len(values), CHUNK):  # bincount copies its indices to int64: a chunk at a time
-        total += np.bincount(local_rows[a:a + CHUNK], weights=values[a:a + CHUNK], minlength=rows)
-        size += np.bincount(local_rows[a:a + CHUNK], minlength=rows)
-    empty = total <= 0
-    total[empty] = 1.0
-    for a in range(0, len(values), CHUNK):
-        chunk_rows = local_rows[a:a + CHUNK]
-        chunk = out[a:a + CHUNK]
-        np.divide(values[a:a + CHUNK], total[chunk_rows], out=chunk)
-        uniform = empty[chunk_rows]
-        if uniform.any():
-            chunk[uniform] = 1.0 / size[chunk_rows[uniform]]
-    return out
 
 
 def normalize_rows(values: np.ndarray, layout: ParamLayout, tables: list[TableLayout]) -> np.ndarray:

@@ -1,45 +1,79 @@
-"""Everything that configures a fit, with its default; `emc fit --help` is written from these."""
+"""Everything that configures a fit, with its default, in one place: each field that `emc fit`
+takes as a flag says so in its metadata (`option`: its help, and the EM variants that read it), and
+the CLI's flags, their help and the algorithms' defaults in `emc fit --help` are written from these.
+
+The options are listed here, not in each variant's module, so that every `emc` command can build
+its parser without importing the variants (numba: about a second) and the variants can import
+FitSettings without a cycle.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import types
+import typing
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import Any
 
+from emc.priors import Prior
+from emc.priors.text import saved_prior
+
+# The variants that run for --iterations, and the online ones that run for --passes.
+BATCH_STYLE = ("batch", "hard", "annealed", "skewed", "vb", "stochastic")
+ONLINE = ("stepwise", "incremental")
+START_MASSES = ("entry", "row")
+
+
+def option(help: str, *variants: str, metavar: str | None = None, choices: tuple[str, ...] | None = None) -> dict:
+    """The metadata making a FitSettings field an `emc fit` flag: what it does, and the variants
+    that read it (none: the driver, for every variant)."""
+    return {"help": help, "variants": variants, "metavar": metavar, "choices": choices}
+
+
+def _setting(default: Any, help: str, *variants: str, **flag: Any) -> Any:
+    return field(default=default, metadata=option(help, *variants, **flag))
 
 
 @dataclass
 class FitSettings:
     algorithm: str = "batch"
-    iterations: int = 100  # batch-style variants: at most this many iterations
-    passes: int = 10  # online variants: passes over the data
-    tolerance: float = 1e-6  # stop when the relative objective change falls below this (0: never)
-    seed: int = 1
-    init: str = "default"  # default | random | uniform | labeled | a structure's own; see emc.runtime.initialize
+    iterations: int = _setting(100, "maximum iterations (batch-style algorithms)", *BATCH_STYLE)
+    passes: int = _setting(10, "passes over the data", *ONLINE)
+    tolerance: float = _setting(1e-6, "stop when the objective's relative change is below this (0: run all iterations)")
+    seed: int = _setting(1, "random seed (initialisation, shuffling)")
+    init: str = _setting("default", "initial parameters: default (the structure's own choice, else random), random, "
+                         "uniform, labeled (from the labeled examples alone), a structure's own (spantree: "
+                         "random-split; deptree: harmonic), or a saved model's directory", metavar="NAME|RUN")
     # initial rows proportional to 1 + init_noise * U(0, 1); None: 1, or for the online variants the
     # structure's ONLINE_INIT_NOISE (see emc/runtime/initialize.py)
-    init_noise: float | None = None
-    threads: int = 0  # 0: numba's default (all cores)
-    eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)
+    init_noise: float | None = _setting(None, "initial rows ~ 1 + NOISE * U(0,1) (default 1; online algorithms: "
+                                        "the structure's ONLINE_INIT_NOISE if it names one)")
+    threads: int = _setting(0, "E-step threads (0: all cores)")
+    eval_every: int = _setting(1, "with gold annotations, score every N iterations (0: only at the end)")
     # online EM (Liang & Klein 2009)
-    alpha: float = 0.7  # stepwise step size eta_k = (k + 2) ^ -alpha, 0.5 < alpha <= 1
-    batch_size: int = 1  # examples per mini-batch (m)
-    # what the start weighs as online statistics: "entry" (one pseudo-count per entry) or "row" (one
-    # per row); None: the structure's ONLINE_START_MASS, else "entry" (see variants/online_state.py)
-    start_mass: str | None = None
+    alpha: float = _setting(0.7, "step size (k + 2)^-alpha, 0.5 < alpha <= 1", "stepwise")
+    batch_size: int = _setting(1, "examples per mini-batch (m)", "stepwise")
+    # what the start weighs as online statistics (see variants/online_state.py)
+    start_mass: str | None = _setting(None, "what the starting parameters weigh as statistics, one pseudo-count per "
+                                      "entry or one per row (the data outweigh the start after one mini-batch); "
+                                      "default: the structure's choice (its ONLINE_START_MASS), else entry",
+                                      *ONLINE, choices=START_MASSES)
     # annealing (Smith & Eisner 2004)
-    beta_min: float = 1e-4
-    beta_factor: float = 1.2
-    anneal_tolerance: float = 1e-4  # a temperature is done when the objective changes less than this
-    # variational Bayes: the Dirichlet parameter of blocks without `prior dirichlet(a)`
-    vb_alpha: float = 0.1
+    beta_min: float = _setting(1e-4, "the first inverse temperature", "annealed", "skewed")
+    beta_factor: float = _setting(1.2, "beta grows by this factor", "annealed", "skewed")
+    anneal_tolerance: float = _setting(1e-4, "relative objective change at which a temperature is done",
+                                       "annealed", "skewed")
+    vb_alpha: float = _setting(0.1, "Dirichlet parameter of blocks without `prior dirichlet(a)`", "vb")
     # semi-supervised EM (Nigam et al. 2000)
-    labeled_weight: float = 1.0
-    unlabeled_weight: float = 1.0  # lambda
-    restarts: int = 1
-    # stochastic EM: posterior samples per example, growing by samples_growth each iteration
-    samples: int = 10
-    samples_growth: float = 1.0
-    # per-block regularisation overriding the spec: table name -> (smoothing, Prior | None)
-    regularizers: dict[str, Any] = field(default_factory=dict)
+    labeled_weight: float = _setting(1.0, "semi-supervised: weight of the labeled examples' counts")
+    unlabeled_weight: float = _setting(1.0, "semi-supervised: weight lambda of the unlabeled examples' counts "
+                                       "(Nigam et al. 2000)")
+    restarts: int = _setting(1, "run from this many seeds (seed, seed+1, ...) and keep the best training objective")
+    samples: int = _setting(10, "posterior samples per example per iteration", "stochastic")
+    samples_growth: float = _setting(1.0, "multiply the samples by G each iteration (1: fixed)", "stochastic",
+                                     metavar="G")
+    # per-block priors overriding the spec's: table name -> a Prior (emc/priors), or the text of
+    # what --smooth / --prior replace in the spec's (emc.priors.text.prior_from_text), which
+    # emc.runtime.job.resolve_regularizers turns into a Prior once the spec is known
+    regularizers: dict[str, Prior | str] = field(default_factory=dict)
 
     def describe(self) -> str:
         """A short label of the algorithm and the settings that matter for it (for plots)."""
@@ -54,15 +88,30 @@ class FitSettings:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["regularizers"] = {name: [s, None if p is None else asdict(p)] for name, (s, p) in self.regularizers.items()}
+        data["regularizers"] = {name: p.text() if isinstance(p, Prior) else p for name, p in self.regularizers.items()}
         return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "FitSettings":
-        from emc.spec.check import Prior
-
         known = {f.name for f in fields(FitSettings)}
         values = {k: v for k, v in data.items() if k in known}
-        values["regularizers"] = {name: (s, None if p is None else Prior(**p))
-                                  for name, (s, p) in data.get("regularizers", {}).items()}
+        values["regularizers"] = {name: saved_prior(p) for name, p in data.get("regularizers", {}).items()}
         return FitSettings(**values)
+
+
+def fit_options() -> list[Field]:
+    """The FitSettings fields `emc fit` takes as flags, in order."""
+    return [f for f in fields(FitSettings) if "help" in f.metadata]
+
+
+def variant_options(variant: str) -> list[Field]:
+    """The options a variant reads besides the driver's."""
+    return [f for f in fit_options() if variant in f.metadata["variants"]]
+
+
+def option_type(f: Field) -> type:
+    """The type of a setting's value (of `float | None`: float)."""
+    hint = typing.get_type_hints(FitSettings)[f.name]
+    if isinstance(hint, types.UnionType):
+        return next(t for t in typing.get_args(hint) if t is not type(None))
+    return hint

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emc.io.views import MAX_VIEW_LENGTH, PAIR_VIEWS, VIEWS, view_key
+from emc.priors import Prior
+from emc.priors.text import SPEC_PRIORS, PriorError, make_prior
 from emc.spec import ir
 from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
 from emc.structures.base import ArgSpec, Attribute, Binding, SlotError, Structure
@@ -20,7 +22,6 @@ from emc.structures.registry import STRUCTURES
 OBSERVED_KINDS = {"tokens": "one example per line, tokens separated by whitespace",
                   "symbols": "one example per line, every non-space character a symbol"}
 WEIGHT_FUNCTIONS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt}
-PRIORS = {"dirichlet": ("alpha",), "sparse": ("alpha", "beta")}
 SMOOTHERS = {"add": ("value",)}
 _TRUE, _FALSE = ("yes", "true", "on"), ("no", "false", "off")
 
@@ -67,13 +68,6 @@ UNSCORABLE_PAIR_FEATURES = {
 }
 
 
-@dataclass(frozen=True)
-class Prior:
-    kind: str  # "dirichlet" | "sparse"
-    alpha: float
-    beta: float | None = None
-
-
 @dataclass
 class Factor:
     """One multiplicative factor of a part's score: a learned or fixed block, or a fixed weight.
@@ -91,8 +85,7 @@ class Factor:
     outcome_spaces: tuple[str, ...]
     context_spaces: tuple[str, ...]
     pos: ir.Pos
-    smoothing: float = 0.0
-    prior: Prior | None = None
+    prior: Prior = Prior()  # with its `smooth add(a)` (emc/priors)
     fixed_path: str | None = None
     expr: ir.Expr | None = None
     # a featured block (`features(...)`): the views of its outcome, each conjoined with the
@@ -466,6 +459,7 @@ class _Checker:
                  attributes: dict[str, Attribute], binding: Binding) -> bool:
         ok = True
         seen: set[str] = set()
+        smoothing = 0.0
         for opt in block.options:
             if opt.keyword in seen and opt.keyword != "smooth":
                 self.error(opt.pos, f"'{opt.keyword}' is given twice for block '{block.name}'")
@@ -495,18 +489,19 @@ class _Checker:
                     if amount < 0:
                         self.error(opt.pos, "smoothing must be >= 0")
                         ok = False
-                    factor.smoothing = amount
+                    smoothing = amount
                 else:
                     ok = False
             elif opt.keyword == "prior":
-                value = self._option_values(opt, PRIORS, block)
+                value = self._option_values(opt, SPEC_PRIORS, block)
                 if value is None:
                     ok = False
-                elif any(v <= 0 for v in value):
-                    self.error(opt.pos, f"the parameters of prior {opt.kind} must be > 0")
+                    continue
+                try:
+                    factor.prior = make_prior(opt.kind, value)
+                except PriorError as err:
+                    self.error(opt.pos, str(err))
                     ok = False
-                else:
-                    factor.prior = Prior(opt.kind, *value)
             elif opt.keyword == "features":
                 features = self._features(opt, factor, attributes, binding)
                 if features is None:
@@ -522,7 +517,8 @@ class _Checker:
                     ok = False
                 else:
                     factor.l2 = kappa
-        if factor.kind == "fixed" and (factor.smoothing or factor.prior):
+        factor.prior = factor.prior.with_smoothing(smoothing)
+        if factor.kind == "fixed" and not factor.prior.uniform:
             self.error(block.pos, f"block '{block.name}' is fixed: it is never re-estimated, so smoothing and priors do not apply")
             ok = False
         ok = ok and self._featured_options(block, factor, seen)

@@ -7,6 +7,10 @@ A variant implements:
     finished(state)         whether to stop
     final_objective(state)  the objective of the final parameters
 and says whether relative-objective convergence applies (`converges`).
+
+A new variant touches four files: its module here, its entry in VARIANTS, the FitSettings fields of
+its options (emc/runtime/settings.py: each field's `option` metadata names the variants reading
+it, and the CLI's flags and help come from there), and its line in emc/cli.py's ALGORITHM_HELP.
 """
 from __future__ import annotations
 

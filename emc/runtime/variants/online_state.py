@@ -5,29 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.priors import Prior
+from emc.runtime.mstep import table_prior
 from emc.runtime.params import ParamLayout, ParamState
+from emc.runtime.settings import START_MASSES
 from emc.spec.errors import EmcError
 
 
-def additive_smoothing(layout: ParamLayout, regularizers: dict, algorithm: str) -> np.ndarray:
-    """Per table, the pseudo-count the online M-step adds: `smooth add(a)`, or alpha - 1 for
-    `prior dirichlet(alpha >= 1)`. Other priors have no closed form to apply lazily."""
+def additive_smoothing(layout: ParamLayout, regularizers: dict[str, Prior], algorithm: str) -> np.ndarray:
+    """Per table, the pseudo-count the online M-step adds (its prior's online_pseudo_count,
+    which refuses the priors with no closed form to apply lazily)."""
     out = np.zeros(len(layout.tables))
     for t in layout.learned():
-        smoothing, prior = regularizers.get(t.name, (t.smoothing, t.prior))
-        out[t.index] = smoothing
-        if prior is None:
-            continue
-        if prior.kind == "dirichlet" and prior.alpha >= 1.0:
-            out[t.index] += prior.alpha - 1.0
-        else:
-            raise EmcError(f"--algorithm {algorithm} updates the parameters lazily, which works for "
-                           f"`smooth add(a)` and `prior dirichlet(alpha >= 1)` only; block '{t.name}' has "
-                           f"prior {prior.kind}: use --algorithm batch, hard, annealed or vb")
+        out[t.index] = table_prior(t, regularizers).online_pseudo_count(t.name, algorithm)
     return out
-
-
-START_MASSES = ("entry", "row")
 
 
 def start_mass(problem, settings) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.mstep import table_prior
 from emc.runtime.state import FitState
 from emc.runtime.params import ParamState
 from emc.runtime.special import digamma, gammaln
 from emc.runtime.variants.base import Variant
-from emc.spec.errors import EmcError
 
 
 class VariationalBayes(Variant):
@@ -28,10 +28,7 @@ class VariationalBayes(Variant):
         layout = self.problem.layout
         alpha = np.zeros(layout.size)
         for t in layout.learned():
-            smoothing, prior = self.settings.regularizers.get(t.name, (t.smoothing, t.prior))
-            if prior is not None and prior.kind != "dirichlet":
-                raise EmcError(f"--algorithm vb needs Dirichlet priors; block '{t.name}' has prior {prior.kind}")
-            alpha[t.entries] = (prior.alpha if prior is not None else self.settings.vb_alpha) + smoothing
+            alpha[t.entries] = table_prior(t, self.settings.regularizers).vb_alpha(self.settings.vb_alpha, t.name)
         return alpha
 
     def start(self, state: FitState) -> None:
