@@ -392,3 +392,38 @@ def test_a_bad_vectors_file_is_reported_by_line(tmp_path, text, where, message):
     with pytest.raises(EmcError, match=re.escape(message)) as error:
         read_vectors(path)
     assert f"{path}{where}" in str(error.value)
+
+
+def test_a_spec_takes_word_vectors_as_a_feature_and_fits(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_vectors(tmp_path / "vectors.txt", "the 1.0 0.0\ndog -0.5 2.0\ncat -0.4 1.8\nwalked 0.3 -1.0\n")
+    text = CHAIN + 'multinomial emit : P(x | z) features(x, x.lower.vectors("vectors.txt")) l2(0.5)\n'
+    block = check(parse_text(text)).factors[-1]
+    assert block.features[1] == Feature('x.lower.vectors("vectors.txt")', (("lower", None), ("vectors", "vectors.txt")))
+    problem = problem_from_lines(tmp_path, text, LINES)
+    emit = problem.layout.table("emit")
+    assert 'x.lower.vectors("vectors.txt")[1]' in emit.featured.feature_names
+    history = objectives(problem)
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(history, history[1:]))  # batch EM never falls
+
+
+@pytest.mark.parametrize("options, column, message", [
+    ('features(x, x.vectors("missing.txt"))', 43, "no such file of word vectors: 'missing.txt'"),
+    ('features(x, x.vectors(3))', 43, "the view 'vectors' takes a file name"),
+    ('features(x, x.vectors("vectors.txt").lower)', 43, "nothing can follow '.vectors(...)'"),
+    ('features(x, x.suffix("vectors.txt"))', 43, "the view 'suffix' takes a number, not a file name"),
+])
+def test_bad_word_vector_features_are_reported_with_their_position(tmp_path, monkeypatch, options, column, message):
+    monkeypatch.chdir(tmp_path)
+    write_vectors(tmp_path / "vectors.txt", "the 1.0 0.0\n")
+    with pytest.raises(SpecError) as error:
+        check(parse_text(CHAIN + f"multinomial emit : P(x | z) {options}\n"))
+    assert error.value.first.pos.line == 5 and error.value.first.pos.column == column
+    assert message in error.value.first.message
+
+
+def test_word_vectors_outside_features_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_vectors(tmp_path / "vectors.txt", "the 1.0 0.0\n")
+    with pytest.raises(SpecError, match="which only a feature can be"):
+        check(parse_text(CHAIN + 'multinomial emit : P(x.vectors("vectors.txt") | z)\n'))

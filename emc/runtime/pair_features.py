@@ -27,7 +27,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
-from emc.io.views import PAIR_VIEWS, apply_views
+from emc.io.views import DENSE_VIEW, PAIR_VIEWS, apply_views
 from emc.io.vocab import UNK, Vocabulary
 from emc.runtime.params import TableLayout
 from emc.spec.check import Factor, Feature, PairFeature
@@ -157,6 +157,11 @@ def featured_sparse_table(factor: Factor, t: TableLayout, vocabs: dict[str, Voca
     if row_vocab is None:
         raise EmcError(f"block '{factor.name}': a featured sparse table needs one context over a vocabulary")
     pair_rows = t.rows - 1 if t.context_spaces[0].endswith("+null") else t.rows
+    dense = [f.text for f in factor.features if f.views and f.views[-1][0] == DENSE_VIEW]
+    if dense:
+        raise EmcError(f"block '{factor.name}': word vectors ({dense[0]}) are features of blocks over dense tables "
+                       "(an HMM's emissions, a segment's word); this block is a sparse table over word pairs, "
+                       "whose features are indicators")
     return build_pair_block(factor.table, t.rows, factor.l2, factor.features, factor.pair_features,
                             t.entry_rows, t.entry_outcomes, vocabs[t.outcome_spaces[0]].values, row_vocab.values,
                             pair_rows)

@@ -8,10 +8,11 @@ the line, a caret and a did-you-mean hint.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from emc.io.views import MAX_VIEW_LENGTH, PAIR_VIEWS, VIEWS, view_key
+from emc.io.views import DENSE_VIEW, MAX_VIEW_LENGTH, PAIR_VIEWS, VIEWS, view_key
 from emc.priors import Prior
 from emc.priors.text import SPEC_PRIORS, PriorError, make_prior
 from emc.spec import ir
@@ -33,7 +34,7 @@ class ResolvedAttr:
 
     text: str
     attribute: Attribute
-    views: tuple[tuple[str, int | None], ...]
+    views: tuple[tuple[str, int | str | None], ...]
     pos: ir.Pos
 
     @property
@@ -47,7 +48,7 @@ class Feature:
     (('suffix', 2),) applied to the block's outcome value (after the outcome's own views)."""
 
     text: str
-    views: tuple[tuple[str, int | None], ...]
+    views: tuple[tuple[str, int | str | None], ...]
 
 
 @dataclass(frozen=True)
@@ -407,10 +408,17 @@ class _Checker:
                 self.error(step.pos, f"unknown attribute '{path}.{step.name}'", hint if attribute.feature_views
                            else did_you_mean(f"{path}.{step.name}", attributes) or hint)
                 return None
+            if step.name == DENSE_VIEW:
+                vectors = self._vectors_file(step, path, in_features, last=step is steps[-1])
+                if vectors is None:
+                    return None
+                views.append((DENSE_VIEW, vectors))
+                continue
             view = VIEWS.get(step.name)
             if view is None:
+                names = [*VIEWS, DENSE_VIEW] if in_features else VIEWS
                 self.error(step.pos, f"unknown view '{step.name}' of '{path}'",
-                           did_you_mean(step.name, VIEWS) or f"the views are {one_of(VIEWS)}")
+                           did_you_mean(step.name, names) or f"the views are {one_of(names)}")
                 return None
             n = self._view_length(step, path, view.takes_length)
             if n is False:
@@ -418,8 +426,30 @@ class _Checker:
             views.append((step.name, n))
         return ResolvedAttr(ref.text, attribute, tuple(views), ref.pos)
 
+    def _vectors_file(self, step: ir.AttrStep, path: str, in_features: bool, last: bool) -> str | None:
+        """The file of `x.vectors("file")`: word vectors as real-valued features (emc/io/vectors.py)."""
+        example = f'{path}.{DENSE_VIEW}("vectors.txt")'
+        if not in_features:
+            self.error(step.pos, f"'{DENSE_VIEW}' gives each word a vector of numbers, which only a feature can be",
+                       f"use it inside features(...), e.g. features({path}, {example})")
+        elif not last:
+            self.error(step.pos, f"nothing can follow '.{DENSE_VIEW}(...)': it gives numbers, not a word",
+                       f"put the views of the word before it, e.g. {path}.lower.{DENSE_VIEW}(\"vectors.txt\")")
+        elif not isinstance(step.arg, str):
+            self.error(step.pos, f"the view '{DENSE_VIEW}' takes a file name", f"write {example}")
+        elif not os.path.isfile(step.arg):
+            self.error(step.pos, f"no such file of word vectors: '{step.arg}'",
+                       "a path is relative to the directory emc runs in, as a fixed block's file is")
+        else:
+            return step.arg
+        return None
+
     def _view_length(self, step: ir.AttrStep, path: str, takes_length: bool) -> int | None | bool:
         """A view's length argument: n, None for a view without one, False after an error."""
+        if isinstance(step.arg, str):
+            self.error(step.pos, f"the view '{step.name}' takes {'a number' if takes_length else 'no argument'}, "
+                                 "not a file name", f"write {path}.{step.name}" + ("(3)" if takes_length else ""))
+            return False
         if takes_length:
             if step.arg is None:
                 self.error(step.pos, f"the view '{step.name}' takes a length", f"write {path}.{step.name}(3)")

@@ -26,10 +26,11 @@ class Pos:
 
 @dataclass(frozen=True)
 class AttrStep:
-    """One `.name` or `.name(arg)` after the base of an attribute reference (`x.suffix(3)`)."""
+    """One `.name` or `.name(arg)` after the base of an attribute reference (`x.suffix(3)`,
+    `x.vectors("emb.txt")`: a string argument names a file)."""
 
     name: str
-    arg: float | None
+    arg: float | str | None
     pos: Pos
 
 
@@ -45,7 +46,12 @@ class AttrRef:
     def text(self) -> str:
         parts = [self.base]
         for step in self.steps:
-            parts.append(step.name if step.arg is None else f"{step.name}({_fmt_number(step.arg)})")
+            if step.arg is None:
+                parts.append(step.name)
+            elif isinstance(step.arg, str):
+                parts.append(f'{step.name}("{step.arg}")')
+            else:
+                parts.append(f"{step.name}({_fmt_number(step.arg)})")
         return ".".join(parts)
 
 

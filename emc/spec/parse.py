@@ -54,6 +54,8 @@ class _ToIR(Transformer):
 
     def attr_step(self, meta, children):
         name, arg = children
+        if isinstance(arg, Token):  # a "string" argument: a file (x.vectors("emb.txt"))
+            return ir.AttrStep(str(name), str(arg)[1:-1], _pos(meta))
         return ir.AttrStep(str(name), None if arg is None else arg.value, _pos(meta))
 
     def attr_ref(self, meta, children):

@@ -67,10 +67,13 @@ def all_attributes(structure: Structure) -> dict[str, tuple[Attribute, str]]:
 
 
 def views_markdown() -> str:
-    from emc.io.views import VIEWS
+    from emc.io.views import DENSE_VIEW, VIEWS
 
     rows = ["| view | meaning |", "| --- | --- |"]
     rows += [f"| `.{v.name}{'(n)' if v.takes_length else ''}` | {v.help} |" for v in VIEWS.values()]
+    rows.append(f'| `.{DENSE_VIEW}("file")` | inside `features(...)` only, and last: the word\'s vector from a file of '
+                "`word value value ...` lines (its own, else its lowercase form's; a word without one gets none), "
+                "one real-valued feature per dimension; the path is relative to where emc runs |")
     return "\n".join(rows) + "\n"
 
 
