@@ -5,6 +5,8 @@ iterations, and the seconds per iteration spent in the E-step and in the M-step.
     python bench/features_pos.py                      # train section, seed 1
     python bench/features_pos.py --seeds 1 2 3 --files train.txt.gz test.txt
     python bench/features_pos.py --mstep-iterations 5 10 25   # the featured HMM per L-BFGS budget
+    python bench/features_pos.py --vectors 50   # also: the featured HMM plus 50-dimensional word
+        # vectors from the corpus itself (x.lower.vectors("...")), as a user brings embeddings
     python bench/features_pos.py --stepwise 3 10 50 --first-tokens 47600
         # stepwise EM (m = 1, 3 passes) with 3, 10 or 50 featured M-steps a pass, beside plain stepwise
 
@@ -83,7 +85,55 @@ def compare_stepwise(args) -> None:
 
 
 def label(spec: str, budget: int | None) -> str:
-    return spec if budget is None else f"{spec} (L-BFGS {budget})"
+    name = "hmm_features + vectors" if spec.endswith("vectors.em") else spec
+    return name if budget is None else f"{name} (L-BFGS {budget})"
+
+
+def vectors_spec(files: list[str], dimension: int) -> str:
+    """specs/hmm_features.em plus x.lower.vectors(FILE), FILE written here from the corpus itself
+    (no download): each lowercased word's counts of the 300 most frequent words just left and just
+    right of it, log(1 + count), rows scaled to unit length, reduced to `dimension` by a truncated
+    SVD (Schuetze 1995's distributional features for POS induction). Returns the spec's path."""
+    import gzip
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+
+    from common import ROOT, require_data
+
+    sentences, sentence = [], []
+    for name in files:
+        path = require_data() / "conll2000" / name
+        with (gzip.open(path, "rt", encoding="utf-8") if name.endswith(".gz") else open(path, encoding="utf-8")) as f:
+            for line in f:
+                if line.strip():
+                    sentence.append(line.split()[0].lower())
+                elif sentence:
+                    sentences.append(["<s>"] + sentence + ["</s>"])
+                    sentence = []
+    frequency = Counter(w for s in sentences for w in s)
+    words = sorted(frequency)
+    row = {w: i for i, w in enumerate(words)}
+    context = {w: i for i, (w, _) in enumerate(frequency.most_common(300))}
+    counts = np.zeros((len(words), 2 * len(context)))
+    for s in sentences:
+        for left, right in zip(s, s[1:]):
+            if left in context:
+                counts[row[right], context[left]] += 1
+            if right in context:
+                counts[row[left], len(context) + context[right]] += 1
+    counts = np.log1p(counts)
+    counts /= np.maximum(np.linalg.norm(counts, axis=1, keepdims=True), 1e-12)
+    u, singular, _ = np.linalg.svd(counts, full_matrices=False)
+    vectors = u[:, :dimension] * singular[:dimension] * np.sqrt(dimension)  # coordinates of order 1
+    folder = Path(tempfile.mkdtemp(prefix="emc-vectors-"))
+    with open(folder / "vectors.txt", "w", encoding="utf-8") as f:
+        for w, v in zip(words, vectors):
+            f.write(w + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
+    text = (ROOT / "specs" / "hmm_features.em").read_text(encoding="utf-8")
+    text = text.replace("x.capitalized)", f'x.capitalized, x.lower.vectors("{folder / "vectors.txt"}"))')
+    (folder / "hmm_features_vectors.em").write_text(text, encoding="utf-8")
+    return str(folder / "hmm_features_vectors.em")
 
 
 def main() -> None:
@@ -98,12 +148,16 @@ def main() -> None:
     parser.add_argument("--stepwise", type=int, nargs="+", metavar="MSTEPS",
                         help="instead: stepwise EM with this many featured M-steps a pass")
     parser.add_argument("--first-tokens", type=int, help="only the sentences holding the first N tokens")
+    parser.add_argument("--vectors", type=int, metavar="DIM",
+                        help="also fit the featured HMM with DIM-dimensional distributional word vectors")
     args = parser.parse_args()
     if args.stepwise:
         return compare_stepwise(args)
     points = tuple(args.iterations)
     results = {}
     models = [("hmm.em", None)] + [("hmm_features.em", m) for m in args.mstep_iterations]
+    if args.vectors:
+        models.append((vectors_spec(args.files, args.vectors), features.MAX_ITERATIONS))
     for spec, budget in models:
         problem = load(spec, files=tuple(args.files))
         tokens = int(problem.corpus.lengths().sum())
