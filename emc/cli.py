@@ -169,8 +169,9 @@ FIT_EPILOG = """
 algorithms (--algorithm):
   batch        batch EM (Dempster, Laird & Rubin 1977): expected counts over the corpus, then the
                M-step; never lowers the objective. --iterations 100, --tolerance 1e-6
-  incremental  incremental EM (Neal & Hinton 1998): keeps each example's counts s_i and after each
-               example sets mu <- mu + s_i' - s_i; fresh random order each pass. --passes 10
+  incremental  incremental EM (Neal & Hinton 1998): cuts the examples once into random blocks of
+               --block-size 64 (1: one example each, the textbook update), keeps each block's counts
+               s_b and after each block sets mu <- mu + s_b' - s_b; fresh block order each pass. --passes 10
   stepwise     stepwise (online) EM (Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009):
                mini-batches of m, mu <- (1 - eta_k) mu + eta_k s with eta_k = (k + 2)^-alpha, a sparse
                update. --alpha 0.7, --batch-size 1, --passes 10 (m >= 100 learns far slower)
@@ -238,6 +239,8 @@ def _fit_parser(sub) -> None:
     em.add_argument("--passes", type=int, default=d.passes, help="passes over the data (online algorithms)")
     em.add_argument("--alpha", type=float, default=d.alpha, help="stepwise: step size (k + 2)^-alpha, 0.5 < alpha <= 1")
     em.add_argument("--batch-size", type=int, default=d.batch_size, help="stepwise: examples per mini-batch (m)")
+    em.add_argument("--block-size", type=int, default=d.block_size,
+                    help="incremental: examples per block whose statistics are kept together (1: one per example)")
     em.add_argument("--start-mass", choices=("entry", "row"), default=d.start_mass,
                     help="stepwise/incremental: what the starting parameters weigh as statistics, one pseudo-count "
                          "per entry or one per row (the data outweigh the start after one mini-batch); default: "
@@ -322,7 +325,7 @@ def cmd_fit(args) -> int:
         algorithm=args.algorithm, iterations=args.iterations, passes=args.passes, tolerance=args.tolerance,
         seed=args.seed, init="default" if from_run else args.init, init_noise=args.init_noise,
         threads=args.threads, eval_every=args.eval_every, alpha=args.alpha, batch_size=args.batch_size,
-        start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
+        block_size=args.block_size, start_mass=args.start_mass, beta_min=args.beta_min, beta_factor=args.beta_factor,
         anneal_tolerance=args.anneal_tolerance,
         vb_alpha=args.vb_alpha, labeled_weight=args.labeled_weight, unlabeled_weight=args.unlabeled_weight,
         restarts=args.restarts, samples=args.samples, samples_growth=args.samples_growth,

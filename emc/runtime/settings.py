@@ -21,7 +21,8 @@ class FitSettings:
     eval_every: int = 1  # evaluate against gold every N iterations / passes (0: only at the end)
     # online EM (Liang & Klein 2009)
     alpha: float = 0.7  # stepwise step size eta_k = (k + 2) ^ -alpha, 0.5 < alpha <= 1
-    batch_size: int = 1  # examples per mini-batch (m)
+    batch_size: int = 1  # stepwise: examples per mini-batch (m)
+    block_size: int = 64  # incremental: examples per block of kept statistics (1: one per example)
     # what the start weighs as online statistics: "entry" (one pseudo-count per entry) or "row" (one
     # per row); None: the structure's ONLINE_START_MASS, else "entry" (see variants/online_state.py)
     start_mass: str | None = None
@@ -45,6 +46,7 @@ class FitSettings:
         """A short label of the algorithm and the settings that matter for it (for plots)."""
         extra = {
             "stepwise": f" alpha={self.alpha:g} m={self.batch_size}",
+            "incremental": f" blocks of {self.block_size}",
             "annealed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "skewed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "vb": f" alpha={self.vb_alpha:g}",

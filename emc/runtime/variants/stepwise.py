@@ -47,13 +47,12 @@ class Stepwise(Variant):
             return self.step_remote(state)
         p = self.problem
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        module = p.model.module
         buffer = count_buffer(p.layout)
         total, updates = 0.0, state.extra["updates"]
         for _, part in self.slices(order, self.settings.batch_size):
             log_z = np.empty(len(part))
             before = updates
-            done, updates = online.stepwise_pass(module.prepare, module.estep_example, part,
+            done, updates = online.stepwise_pass(*online.esteps(p.model.module), part,
                                                  self.settings.batch_size, updates, self.settings.alpha, self.weights,
                                                  p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
                                                  buffer, log_z, online.RESCALE_BELOW)
