@@ -11,7 +11,6 @@ from numba import njit
 
 from emc.codegen.abi import array, entry, read, read_inverse, row_inverses
 from emc.structures.chain import dp
-from emc.structures.semiring import SUM
 
 STRUCTURE = "chain"
 
@@ -203,21 +202,23 @@ BATCH = 64
 
 
 @njit(cache=True)
-def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights, counts, log_z):
-    """estep_example over `examples` (log Z into log_z), the unconstrained ones under sum
-    BATCH at a time, longest first, through the batched DP (dp.marginals_batch)."""
+def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
+    """The sum-semiring estep_example over `examples` (log Z into log_z), BATCH at a time, longest
+    first, through the batched DP (dp.marginals_batch); the constrained and empty ones are left to
+    estep_example: their positions go to deferred[:the count returned]."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     constrained = array(ints, layout, A_CONSTRAINED)
     trans, initial, final = _split(derived, K)
     lengths = np.empty(examples.shape[0], np.int64)
-    batched = 0
+    batched = np.int64(0)  # a literal 0 would compile longest_first a second time, for Literal[int](0)
+    left = 0
     for q in range(examples.shape[0]):
         ex = examples[q]
         lengths[q] = offsets[ex + 1] - offsets[ex]
-        pruned = constrained.shape[0] > 0 and constrained[ex] != 0
-        if semiring != SUM or pruned or lengths[q] == 0:
-            log_z[q] = estep_example(ex, ints, layout, meta, params, derived, semiring, weights[q], counts)
+        if (constrained.shape[0] > 0 and constrained[ex] != 0) or lengths[q] == 0:
+            deferred[left] = q
+            left += 1
             lengths[q] = 0
         else:
             batched += 1
@@ -248,6 +249,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights
                         node_marg[t, k] = marg[start[t] + b, k]
                 _add_node_counts(examples[group[b]], ints, layout, meta, node_marg, group_weights[b], counts)
     _add_edge_counts(meta, edge_marg, 1.0, counts)
+    return left
 
 
 @njit(cache=True)

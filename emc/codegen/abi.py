@@ -20,10 +20,13 @@ Every generated module exports, with exactly these numba signatures:
 
 and may export
 
-    estep_batch(examples, ints, layout, meta, params, derived, semiring, weights, counts, log_z)
-        estep_example for each examples[q] with weights[q], log Z into log_z[q], all into the one
-        `counts`: a structure whose DP runs faster over many examples at once (the chain's, as
-        matrix products) does so here. The batch E-step uses it when present.
+    estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred) -> int64
+        estep_example under sum for each examples[q] with weights[q], log Z into log_z[q], all into
+        the one `counts`: a structure whose DP runs faster over many examples at once (the chain's,
+        as matrix products) does so here. The batch E-step uses it when present. The examples it
+        does not take (the chain's constrained ones) it leaves to estep_example: their positions q
+        go to deferred[:the count it returns], and the caller runs them. So a fit whose examples
+        all batch never compiles estep_example (seconds on a cold cache).
 
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
@@ -59,8 +62,8 @@ PREPARE_SIGNATURE = DERIVED(META, PARAMS)
 ESTEP_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64, COUNTS)
 DECODE_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1])
 POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1])
-ESTEP_BATCH_SIGNATURE = types.void(types.int64[::1], INTS, LAYOUT, META, PARAMS, DERIVED, types.int64,
-                                   types.float64[::1], COUNTS, types.float64[::1])
+ESTEP_BATCH_SIGNATURE = types.int64(types.int64[::1], INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1], COUNTS,
+                                    types.float64[::1], types.int64[::1])
 
 PREPARE_FUNCTION = types.FunctionType(PREPARE_SIGNATURE)
 ESTEP_FUNCTION = types.FunctionType(ESTEP_SIGNATURE)

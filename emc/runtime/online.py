@@ -32,6 +32,7 @@ sum of the kept statistics, with that mass kept under the other block.
 Both passes visit `examples` in blocks (stepwise: mini-batches of `batch_size`; incremental:
 examples[bounds[g]:bounds[g+1]] is block blocks[g]), each block's E-step through _block_estep.
 """
+import numpy as np
 from numba import njit, types
 
 from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
@@ -52,13 +53,14 @@ def esteps(module) -> tuple:
     """The passes' first arguments for a generated module: prepare, estep_example, its estep_batch
     (no_estep_batch when it has none) and whether it has one."""
     estep_batch = getattr(module, "estep_batch", None)
-    return module.prepare, module.estep_example, estep_batch or no_estep_batch, estep_batch is not None
+    stand_in = estep_batch or globals().get("no_estep_batch") or __getattr__("no_estep_batch")
+    return module.prepare, module.estep_example, stand_in, estep_batch is not None
 
 
-@njit(ESTEP_BATCH_SIGNATURE, cache=True)
-def no_estep_batch(examples, ints, layout, meta, params, derived, semiring, weights, counts, log_z):
+def _no_estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
     """Stands in for estep_batch in the passes' arguments for a module without one (batched =
     False): never called."""
+    return 0
 
 
 @njit(inline="always")
@@ -69,8 +71,11 @@ def _block_estep(estep, estep_batch, batched, examples, a, b, weights, ints, lay
     returns the sum of the weighted log Z."""
     if batched and b - a > 1:
         block = examples[a:b]
-        block_weights = weights[block]
-        estep_batch(block, ints, layout, meta, params, derived, SUM, block_weights, buffer, log_z[a:b])
+        deferred = np.empty(b - a, np.int64)
+        left = estep_batch(block, ints, layout, meta, params, derived, weights[block], buffer, log_z[a:b], deferred)
+        for i in range(left):
+            q = a + deferred[i]
+            log_z[q] = estep(examples[q], ints, layout, meta, params, derived, SUM, weights[examples[q]], buffer)
     else:
         for q in range(a, b):
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, SUM, weights[examples[q]], buffer)
@@ -218,6 +223,7 @@ _ESTEPS = (PREPARE_FUNCTION, ESTEP_FUNCTION, ESTEP_BATCH_FUNCTION, types.boolean
 # name -> (pass, its signature), compiled on first use (kernels.compile_on_first_use): a batch fit
 # never compiles or loads them
 _PASSES = {
+    "no_estep_batch": (_no_estep_batch, ESTEP_BATCH_SIGNATURE),
     "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64,
         types.float64)),
