@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read, read_inverse, row_inverses
+from emc.codegen.abi import array, entry, read, read_hoisted, table_reader, read_inverse, row_inverses
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -36,20 +36,36 @@ T_EMIT = 12  # table:emit
 
 
 @njit(cache=True)
-def _emission_scores(ex, ints, layout, meta, params):
-    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+def _emission_readers(params, meta):
+    """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
+    return (table_reader(params, meta, T_EMIT), )
+
+
+@njit(cache=True)
+def _emission_into(ex, ints, layout, meta, readers, node, start, b):
+    """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     x_ids = array(ints, layout, A_TOKENS_X)
     first = offsets[ex]
     n = offsets[ex + 1] - first
-    node = np.empty((n, K))
+    reader_0 = readers[0]
     for t in range(n):
         x = x_ids[first + t]
+        row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read(params, meta, T_EMIT, k, x)  # emit: P(x | z)
-            node[t, k] = score
+            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
+            row[k] = score
+
+
+@njit(cache=True)
+def _emission_scores(ex, ints, layout, meta, params):
+    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+    offsets = array(ints, layout, A_OFFSETS)
+    n = offsets[ex + 1] - offsets[ex]
+    node = np.empty((n, meta[M_STATES]))
+    _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, np.arange(n + 1), 0)
     return node
 
 
@@ -103,9 +119,9 @@ def _split(derived, K):
 
 
 @njit(cache=True)
-def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
+def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts):
     """The emission slot's and START/STOP transitions' expected counts of one example, from its
-    node marginals node_marg[t, k], times `weight`."""
+    node marginals node_marg[start[t] + b, k], times `weight`."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     x_ids = array(ints, layout, A_TOKENS_X)
@@ -118,7 +134,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
     for t in range(n):
         x = x_ids[first + t]
         for k in range(K):
-            p = node_marg[t, k] * weight
+            p = node_marg[start[t] + b, k] * weight
             if p != 0.0:
                 # emit: P(x | z)
                 cell = entry(meta, T_EMIT, k, x)
@@ -129,7 +145,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
                 dense[cell] += p
     j = K
     for k in range(K):
-        p = node_marg[0, k] * weight
+        p = node_marg[start[0] + b, k] * weight
         if p != 0.0:
             # trans: P(z | z.prev)
             cell = entry(meta, T_TRANS, j, k)
@@ -141,7 +157,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
     if meta[M_STOP] != 0:
         k = K
         for j in range(K):
-            p = node_marg[n - 1, j] * weight
+            p = node_marg[start[n - 1] + b, j] * weight
             if p != 0.0:
                 # trans: P(z | z.prev)
                 cell = entry(meta, T_TRANS, j, k)
@@ -189,7 +205,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
-    _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts)
+    _add_node_counts(ex, ints, layout, meta, node_marg, np.arange(n + 1), 0, weight, counts)
     _add_edge_counts(meta, edge_marg, weight, counts)
     return log_z
 
@@ -223,6 +239,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
         else:
             batched += 1
     order = dp.longest_first(lengths, batched)
+    readers = _emission_readers(params, meta)
     edge_marg = np.zeros((K, K))
     for first in range(0, batched, BATCH):
         group = order[first:first + BATCH]
@@ -232,22 +249,14 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
         active, start = dp.batch_layout(group_lengths)
         node = np.empty((start[-1], K))
         for b in range(size):
-            scores = _emission_scores(examples[group[b]], ints, layout, meta, params)
-            # element loops: the shape check of a slice copy costs seconds of compiling
-            for t in range(group_lengths[b]):
-                for k in range(K):
-                    node[start[t] + b, k] = scores[t, k]
+            _emission_into(examples[group[b]], ints, layout, meta, readers, node, start, b)
         marg = np.empty((start[-1], K))
         group_log_z = np.empty(size)
         dp.marginals_batch(group_lengths, node, trans, initial, final, group_weights, marg, edge_marg, group_log_z)
         for b in range(size):
             log_z[group[b]] = group_log_z[b]
             if group_log_z[b] > -np.inf:
-                node_marg = np.empty((group_lengths[b], K))
-                for t in range(group_lengths[b]):
-                    for k in range(K):
-                        node_marg[t, k] = marg[start[t] + b, k]
-                _add_node_counts(examples[group[b]], ints, layout, meta, node_marg, group_weights[b], counts)
+                _add_node_counts(examples[group[b]], ints, layout, meta, marg, start, b, group_weights[b], counts)
     _add_edge_counts(meta, edge_marg, 1.0, counts)
     return left
 
