@@ -91,40 +91,42 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
 
 @njit(cache=True, fastmath=FASTMATH)
 def backward_edges(node, trans, final, scale, alpha, beta, edge_raw):
-    """Sum-semiring backward pass, and edge_raw[j, k] += sum_t alpha[t-1, j] w_t[k] with
-    w_t[k] = node[t, k] beta[t, k] / c_t (times trans[j, k], the expected number of j -> k
-    transitions). beta[t-1] = trans @ w_t is summed as K rows of trans.T scaled by w_t[k]
-    (unit-stride and vectorised, in a fixed order): a dot product per state would be a serial
-    reduction without reassoc (3x the time)."""
+    """Sum-semiring backward pass, and edge_raw[j, k] = sum_t alpha[t-1, j] w_t[k] with w_t[k] =
+    node[t, k] beta[t, k] / c_t (times trans[j, k], the expected number of j -> k transitions;
+    edge_raw is overwritten). beta[t-1] = trans @ w_t is summed as K rows of trans.T scaled by
+    w_t[k] (unit-stride and vectorised, in a fixed order): a dot product per state would be a
+    serial reduction without reassoc (3x the time). The w_t are kept, so the edge sums over
+    every position are one product, alpha[:-1].T @ w[1:] (a third of the per-sentence E-step
+    as an outer product per position)."""
     n, K = node.shape
     trans_t = np.ascontiguousarray(trans.T)  # K^2 per sentence: a position's worth of work
     inv_end = 1.0 / scale[n]
     for k in range(K):
         beta[n - 1, k] = final[k] * inv_end
-    w = np.empty(K)
+    w = np.empty((n, K))
     for t in range(n - 1, 0, -1):
         inv = 1.0 / scale[t]
         for k in range(K):
-            w[k] = node[t, k] * beta[t, k] * inv
+            w[t, k] = node[t, k] * beta[t, k] * inv
         for j in range(K):
             beta[t - 1, j] = 0.0
         # four next states per sweep, as in `forward`
         k = 0
         while k + 4 <= K:
-            w0, w1, w2, w3 = w[k], w[k + 1], w[k + 2], w[k + 3]
+            w0, w1, w2, w3 = w[t, k], w[t, k + 1], w[t, k + 2], w[t, k + 3]
             for j in range(K):
                 beta[t - 1, j] += (trans_t[k, j] * w0 + trans_t[k + 1, j] * w1) + \
                     (trans_t[k + 2, j] * w2 + trans_t[k + 3, j] * w3)
             k += 4
         while k < K:
-            wk = w[k]
+            wk = w[t, k]
             for j in range(K):
                 beta[t - 1, j] += trans_t[k, j] * wk
             k += 1
-        for j in range(K):
-            a = alpha[t - 1, j]
-            for k in range(K):
-                edge_raw[j, k] += a * w[k]
+    if n > 1:
+        np.dot(alpha[:n - 1].T, w[1:], edge_raw)
+    else:
+        edge_raw[:, :] = 0.0
 
 
 @njit(cache=True)
