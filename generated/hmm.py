@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read, read_hoisted, table_reader, read_inverse, row_inverses
+from emc.codegen.abi import array, entry, read, read_hoisted, table_reader
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -94,7 +94,7 @@ def prepare(meta, params):
     [trans (K x K) | initial (K: START -> k) | final (K: j -> STOP, ones without STOP)]."""
     K = meta[M_STATES]
     derived = np.empty(K * K + 2 * K)
-    inverse_0 = row_inverses(params, meta, T_TRANS)
+    reader_0 = table_reader(params, meta, T_TRANS)
     for j in range(K + 1):
         for k in range(K + 1):
             if j == K and k == K:
@@ -103,7 +103,7 @@ def prepare(meta, params):
                 score = 1.0
             else:
                 score = 1.0
-                score *= read_inverse(params, meta, T_TRANS, j, k, inverse_0)  # trans: P(z | z.prev)
+                score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
             if j < K and k < K:
                 derived[j * K + k] = score
             elif j == K:

@@ -120,18 +120,12 @@ def read(params, meta, table, row, outcome):
 
 @njit(inline="always")
 def row_inverses(params, meta, table):
-    """1 / row_mass for every row of a small table, so a loop over all its entries (a chain's
-    transition scores, once per example during online EM) multiplies instead of dividing."""
+    """1 / row_mass for every row of a small table, so a loop over all its entries multiplies
+    instead of dividing (table_reader)."""
     inverse = np.empty(meta[table + TABLE_ROWS])
     for row in range(inverse.shape[0]):
         inverse[row] = 1.0 / row_mass(params, meta, table, row)
     return inverse
-
-
-@njit(inline="always")
-def read_inverse(params, meta, table, row, outcome, inverse):
-    """read() with the row's 1 / row_mass from row_inverses."""
-    return entry_mass(params, meta, table, entry(meta, table, row, outcome)) * inverse[row]
 
 
 @njit(inline="always")
