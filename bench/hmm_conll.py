@@ -132,7 +132,7 @@ def speed() -> None:
         times = [r["seconds"] for r in result.history]
         seconds[label] = float(np.median(times[1:]))
         if label == "incremental pass":
-            # the first pass also lists which entries each example writes (emc/runtime/online.py)
+            # the first pass also lists which entries each block writes (emc/runtime/online.py)
             seconds["incremental, first pass"] = times[0]
     base = seconds["batch iteration"]
     print(f"\nspeed on {problem.n_examples} sentences, {int(problem.corpus.lengths().sum())} tokens, "
