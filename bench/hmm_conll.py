@@ -5,7 +5,8 @@
     python bench/hmm_conll.py online       # issue 3: batch vs incremental vs stepwise, accuracy and
                                            # log-likelihood per token after passes / iterations, 3 seeds
     python bench/hmm_conll.py speed        # issue 3: seconds per batch iteration, stepwise pass (m = 1),
-                                           # incremental pass (and its first, listing pass)
+                                           # incremental pass in blocks of 64 (and its first, listing
+                                           # pass) and of 1
     python bench/hmm_conll.py dictionary   # issue 3: tag dictionary (states = tags): batch, annealed,
                                            # smoothed-L0 prior on transitions; also the first 24k test tokens
 
@@ -102,7 +103,8 @@ def online() -> None:
         ("stepwise alpha 0.6, m = 10", FitSettings(algorithm="stepwise", passes=10, alpha=0.6, batch_size=10)),
         ("stepwise alpha 0.7, m = 100", FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=100)),
         ("stepwise alpha 0.7, m = 1000", FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=1000)),
-        ("incremental", FitSettings(algorithm="incremental", passes=10)),
+        ("incremental, blocks of 64 (default)", FitSettings(algorithm="incremental", passes=10)),
+        ("incremental, blocks of 1 (one example each)", FitSettings(algorithm="incremental", passes=10, block_size=1)),
         ("stepwise alpha 0.7, m = 1, from 1 + U(0,1) at one pseudo-count per entry (the generic start)",
          FitSettings(algorithm="stepwise", passes=10, alpha=0.7, batch_size=1, init_noise=1.0, start_mass="entry")),
     ]:
@@ -123,13 +125,14 @@ def speed() -> None:
     seconds = {}
     for label, s in [("batch iteration", FitSettings(iterations=4)),
                      ("stepwise pass, m = 1", FitSettings(algorithm="stepwise", passes=4)),
-                     ("incremental pass", FitSettings(algorithm="incremental", passes=4))]:
+                     ("incremental pass", FitSettings(algorithm="incremental", passes=4)),
+                     ("incremental pass, m = 1", FitSettings(algorithm="incremental", passes=4, block_size=1))]:
         fit(problem, replace(s, passes=1, iterations=1, eval_every=0), executor)  # compile
         result = fit(problem, replace(s, tolerance=0, eval_every=0), executor)
         times = [r["seconds"] for r in result.history]
         seconds[label] = float(np.median(times[1:]))
-        if label.startswith("incremental"):
-            # the first pass also lists which entries each example writes (emc/runtime/online.py)
+        if label == "incremental pass":
+            # the first pass also lists which entries each block writes (emc/runtime/online.py)
             seconds["incremental, first pass"] = times[0]
     base = seconds["batch iteration"]
     print(f"\nspeed on {problem.n_examples} sentences, {int(problem.corpus.lengths().sum())} tokens, "

@@ -175,8 +175,9 @@ def _flag(name: str) -> str:
 ALGORITHM_HELP = {
     "batch": "batch EM (Dempster, Laird & Rubin 1977): expected counts over the corpus, then the M-step; never "
              "lowers the objective.",
-    "incremental": "incremental EM (Neal & Hinton 1998): keeps each example's counts s_i and after each example "
-                   "sets mu <- mu + s_i' - s_i; fresh random order each pass.",
+    "incremental": "incremental EM (Neal & Hinton 1998): cuts the examples once into random blocks of "
+                   "--block-size (1: one example each, the textbook update), keeps each block's counts s_b and "
+                   "after each block sets mu <- mu + s_b' - s_b; fresh block order each pass.",
     "stepwise": "stepwise (online) EM (Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009): "
                 "mini-batches of m, mu <- (1 - eta_k) mu + eta_k s with eta_k = (k + 2)^-alpha, a sparse update "
                 "(m >= 100 learns far slower).",

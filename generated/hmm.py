@@ -9,9 +9,8 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read, read_inverse, row_inverses
+from emc.codegen.abi import array, entry, read, read_hoisted, table_reader
 from emc.structures.chain import dp
-from emc.structures.semiring import SUM
 
 STRUCTURE = "chain"
 
@@ -37,20 +36,36 @@ T_EMIT = 12  # table:emit
 
 
 @njit(cache=True)
-def _emission_scores(ex, ints, layout, meta, params):
-    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+def _emission_readers(params, meta):
+    """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
+    return (table_reader(params, meta, T_EMIT), )
+
+
+@njit(cache=True)
+def _emission_into(ex, ints, layout, meta, readers, node, start, b):
+    """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     x_ids = array(ints, layout, A_TOKENS_X)
     first = offsets[ex]
     n = offsets[ex + 1] - first
-    node = np.empty((n, K))
+    reader_0 = readers[0]
     for t in range(n):
         x = x_ids[first + t]
+        row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read(params, meta, T_EMIT, k, x)  # emit: P(x | z)
-            node[t, k] = score
+            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
+            row[k] = score
+
+
+@njit(cache=True)
+def _emission_scores(ex, ints, layout, meta, params):
+    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+    offsets = array(ints, layout, A_OFFSETS)
+    n = offsets[ex + 1] - offsets[ex]
+    node = np.empty((n, meta[M_STATES]))
+    _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, np.arange(n + 1), 0)
     return node
 
 
@@ -79,7 +94,7 @@ def prepare(meta, params):
     [trans (K x K) | initial (K: START -> k) | final (K: j -> STOP, ones without STOP)]."""
     K = meta[M_STATES]
     derived = np.empty(K * K + 2 * K)
-    inverse_0 = row_inverses(params, meta, T_TRANS)
+    reader_0 = table_reader(params, meta, T_TRANS)
     for j in range(K + 1):
         for k in range(K + 1):
             if j == K and k == K:
@@ -88,7 +103,7 @@ def prepare(meta, params):
                 score = 1.0
             else:
                 score = 1.0
-                score *= read_inverse(params, meta, T_TRANS, j, k, inverse_0)  # trans: P(z | z.prev)
+                score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
             if j < K and k < K:
                 derived[j * K + k] = score
             elif j == K:
@@ -104,9 +119,9 @@ def _split(derived, K):
 
 
 @njit(cache=True)
-def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
+def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts):
     """The emission slot's and START/STOP transitions' expected counts of one example, from its
-    node marginals node_marg[t, k], times `weight`."""
+    node marginals node_marg[start[t] + b, k], times `weight`."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     x_ids = array(ints, layout, A_TOKENS_X)
@@ -119,7 +134,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
     for t in range(n):
         x = x_ids[first + t]
         for k in range(K):
-            p = node_marg[t, k] * weight
+            p = node_marg[start[t] + b, k] * weight
             if p != 0.0:
                 # emit: P(x | z)
                 cell = entry(meta, T_EMIT, k, x)
@@ -130,7 +145,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
                 dense[cell] += p
     j = K
     for k in range(K):
-        p = node_marg[0, k] * weight
+        p = node_marg[start[0] + b, k] * weight
         if p != 0.0:
             # trans: P(z | z.prev)
             cell = entry(meta, T_TRANS, j, k)
@@ -142,7 +157,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts):
     if meta[M_STOP] != 0:
         k = K
         for j in range(K):
-            p = node_marg[n - 1, j] * weight
+            p = node_marg[start[n - 1] + b, j] * weight
             if p != 0.0:
                 # trans: P(z | z.prev)
                 cell = entry(meta, T_TRANS, j, k)
@@ -190,7 +205,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     log_z = dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
-    _add_node_counts(ex, ints, layout, meta, node_marg, weight, counts)
+    _add_node_counts(ex, ints, layout, meta, node_marg, np.arange(n + 1), 0, weight, counts)
     _add_edge_counts(meta, edge_marg, weight, counts)
     return log_z
 
@@ -203,25 +218,28 @@ BATCH = 64
 
 
 @njit(cache=True)
-def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights, counts, log_z):
-    """estep_example over `examples` (log Z into log_z), the unconstrained ones under sum
-    BATCH at a time, longest first, through the batched DP (dp.marginals_batch)."""
+def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
+    """The sum-semiring estep_example over `examples` (log Z into log_z), BATCH at a time, longest
+    first, through the batched DP (dp.marginals_batch); the constrained and empty ones are left to
+    estep_example: their positions go to deferred[:the count returned]."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     constrained = array(ints, layout, A_CONSTRAINED)
     trans, initial, final = _split(derived, K)
     lengths = np.empty(examples.shape[0], np.int64)
-    batched = 0
+    batched = np.int64(0)  # a literal 0 would compile longest_first a second time, for Literal[int](0)
+    left = 0
     for q in range(examples.shape[0]):
         ex = examples[q]
         lengths[q] = offsets[ex + 1] - offsets[ex]
-        pruned = constrained.shape[0] > 0 and constrained[ex] != 0
-        if semiring != SUM or pruned or lengths[q] == 0:
-            log_z[q] = estep_example(ex, ints, layout, meta, params, derived, semiring, weights[q], counts)
+        if (constrained.shape[0] > 0 and constrained[ex] != 0) or lengths[q] == 0:
+            deferred[left] = q
+            left += 1
             lengths[q] = 0
         else:
             batched += 1
     order = dp.longest_first(lengths, batched)
+    readers = _emission_readers(params, meta)
     edge_marg = np.zeros((K, K))
     for first in range(0, batched, BATCH):
         group = order[first:first + BATCH]
@@ -231,23 +249,16 @@ def estep_batch(examples, ints, layout, meta, params, derived, semiring, weights
         active, start = dp.batch_layout(group_lengths)
         node = np.empty((start[-1], K))
         for b in range(size):
-            scores = _emission_scores(examples[group[b]], ints, layout, meta, params)
-            # element loops: the shape check of a slice copy costs seconds of compiling
-            for t in range(group_lengths[b]):
-                for k in range(K):
-                    node[start[t] + b, k] = scores[t, k]
+            _emission_into(examples[group[b]], ints, layout, meta, readers, node, start, b)
         marg = np.empty((start[-1], K))
         group_log_z = np.empty(size)
         dp.marginals_batch(group_lengths, node, trans, initial, final, group_weights, marg, edge_marg, group_log_z)
         for b in range(size):
             log_z[group[b]] = group_log_z[b]
             if group_log_z[b] > -np.inf:
-                node_marg = np.empty((group_lengths[b], K))
-                for t in range(group_lengths[b]):
-                    for k in range(K):
-                        node_marg[t, k] = marg[start[t] + b, k]
-                _add_node_counts(examples[group[b]], ints, layout, meta, node_marg, group_weights[b], counts)
+                _add_node_counts(examples[group[b]], ints, layout, meta, marg, start, b, group_weights[b], counts)
     _add_edge_counts(meta, edge_marg, 1.0, counts)
+    return left
 
 
 @njit(cache=True)

@@ -9,7 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read
+from emc.codegen.abi import array, entry, read, read_hoisted, table_reader
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -36,21 +36,37 @@ T_EMIT = 12  # table:emit
 
 
 @njit(cache=True)
-def _emission_scores(ex, ints, layout, meta, params):
-    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+def _emission_readers(params, meta):
+    """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
+    return (table_reader(params, meta, T_EMIT), )
+
+
+@njit(cache=True)
+def _emission_into(ex, ints, layout, meta, readers, node, start, b):
+    """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
     size_states_start = meta[M_SIZE_STATES_START]
     offsets = array(ints, layout, A_OFFSETS)
     x_ids = array(ints, layout, A_TOKENS_X)
     first = offsets[ex]
     n = offsets[ex + 1] - first
-    node = np.empty((n, K))
+    reader_0 = readers[0]
     for t in range(n):
         x = x_ids[first + t]
+        row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read(params, meta, T_EMIT, k, x)  # emit: P(x | z)
-            node[t, k] = score
+            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
+            row[k] = score
+
+
+@njit(cache=True)
+def _emission_scores(ex, ints, layout, meta, params):
+    """node[t, k]: the product of the emission-slot factors at position t in state k."""
+    offsets = array(ints, layout, A_OFFSETS)
+    n = offsets[ex + 1] - offsets[ex]
+    node = np.empty((n, meta[M_STATES]))
+    _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, np.arange(n + 1), 0)
     return node
 
 

@@ -326,23 +326,27 @@ def normalise(mu: np.ndarray, layout, settings: FitSettings) -> np.ndarray:
 
 
 def dense_incremental(problem: Problem, settings: FitSettings) -> np.ndarray:
-    """Incremental EM as the textbook writes it: keep each example's expected counts, replace
-    them in the running total after each example's E-step, and drop the starting pseudo-counts
-    of every row the data reached after the first pass."""
+    """Incremental EM as the textbook writes it: cut the examples once into blocks of
+    settings.block_size (a random partition; 1: one example each), keep each block's expected
+    counts, replace them in the running total after each block's E-step, and drop the starting
+    pseudo-counts of every row the data reached after the first pass."""
     rng = np.random.default_rng(settings.seed)
     layout = problem.layout
     executor = LocalExecutor(problem, threads=1)
     params = initial_params(problem, settings, executor, rng)  # the structure's own start (the CCM's split)
+    m = settings.block_size
+    members = rng.permutation(problem.n_examples) if m > 1 else np.arange(problem.n_examples)
+    blocks = [members[g:g + m] for g in range(0, problem.n_examples, m)]
     learned = layout.learned_mask()
     mu = pseudo_counts(params, layout, start_mass(problem, settings))
     pseudo = np.where(learned, mu, 0.0)
     stats = {}
     for p in range(settings.passes):
-        for ex in rng.permutation(problem.n_examples):
-            s = executor.estep(ParamState.plain(normalise(mu, layout, settings), layout), np.array([ex]), SUM,
-                               np.ones(1)).counts
-            mu[learned] += s[learned] - stats.get(ex, np.zeros_like(s))[learned]
-            stats[ex] = s
+        for g in rng.permutation(len(blocks)):
+            s = executor.estep(ParamState.plain(normalise(mu, layout, settings), layout), blocks[g], SUM,
+                               np.ones(len(blocks[g]))).counts
+            mu[learned] += s[learned] - stats.get(g, np.zeros_like(s))[learned]
+            stats[g] = s
         if p == 0:
             total = sum(stats.values())
             reached = np.bincount(layout.row_of, weights=total, minlength=layout.n_rows) > 0

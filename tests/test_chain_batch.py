@@ -62,3 +62,23 @@ def test_batched_estep_equals_per_sentence(tmp_path, stop, seed, dictionary):
         np.testing.assert_array_equal(np.isneginf(result.log_z), impossible)
         np.testing.assert_allclose(result.log_z[~impossible], log_z[~impossible], rtol=1e-12)
         np.testing.assert_allclose(result.counts, counts, rtol=1e-10, atol=1e-12)
+
+
+def test_incremental_blocks_mix_batched_and_constrained_sentences(tmp_path):
+    """Incremental EM in blocks runs each block's E-step through estep_batch, which hands the
+    tag-dictionary sentences back for estep_example (emc/runtime/online.py): the kept statistics
+    still follow the textbook block update."""
+    from emc.runtime.fit import fit
+    from emc.runtime.settings import FitSettings
+    from reference import dense_incremental
+
+    rng = np.random.default_rng(5)
+    lines = [" ".join(rng.choice(WORDS, size=rng.integers(1, 9))) for _ in range(60)]
+    (tmp_path / "dict.txt").write_text("a N V\nb N\n")
+    problem = problem_from_lines(tmp_path, SPEC, lines, {"dictionary": str(tmp_path / "dict.txt")})
+    constrained = problem.model.module.ARRAYS.index("constrained")
+    flags = problem.ints[problem.array_bounds[constrained]:problem.array_bounds[constrained + 1]]
+    assert 0 < flags.sum() < len(flags)  # both kinds in the blocks
+    settings = FitSettings(algorithm="incremental", passes=3, block_size=7, tolerance=0, eval_every=0, seed=2)
+    np.testing.assert_allclose(fit(problem, settings).params.weights(problem.layout),
+                               dense_incremental(problem, settings), rtol=1e-8, atol=1e-12)

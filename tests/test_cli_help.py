@@ -21,7 +21,8 @@ def test_fit_help_names_every_algorithm_with_its_paper():
 def test_fit_help_states_the_real_defaults():
     d = FitSettings()
     for flag, value in [("--iterations", d.iterations), ("--tolerance", d.tolerance), ("--passes", d.passes),
-                        ("--alpha", d.alpha), ("--batch-size", d.batch_size), ("--beta-min", d.beta_min),
+                        ("--alpha", d.alpha), ("--batch-size", d.batch_size), ("--block-size", d.block_size),
+                        ("--beta-min", d.beta_min),
                         ("--beta-factor", d.beta_factor), ("--anneal-tolerance", d.anneal_tolerance),
                         ("--vb-alpha", d.vb_alpha)]:
         stated = re.findall(rf"{flag}\s+([0-9.e-]+)", " ".join(FIT_EPILOG.split()))

@@ -69,10 +69,11 @@ def test_every_algorithm_runs(tmp_path, spec):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_incremental_keeps_each_examples_statistics_on_every_spec(tmp_path, spec):
     """The listed and replayed passes of incremental EM (emc/runtime/online.py) against the
-    textbook update over whole tables, on every structure's tables (dense and sparse)."""
+    textbook update over whole tables, on every structure's tables (dense and sparse), in blocks of
+    two examples (a chain's through its batched E-step)."""
     problem = tiny_problem(tmp_path, spec, options_for(spec))
     if refused(problem, "incremental"):
         return
-    settings = FitSettings(algorithm="incremental", passes=3, tolerance=0, eval_every=0, seed=3)
+    settings = FitSettings(algorithm="incremental", passes=3, tolerance=0, eval_every=0, seed=3, block_size=2)
     np.testing.assert_allclose(fit(problem, settings).params.weights(problem.layout),
                                dense_incremental(problem, settings), rtol=1e-8, atol=1e-12)

@@ -98,9 +98,11 @@ def test_stepwise_rejects_an_alpha_out_of_range(problem):
 
 # --- incremental ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mass", ["entry", "row"])
-def test_incremental_keeps_each_examples_statistics(problem, mass):
-    s = base(algorithm="incremental", passes=3, start_mass=mass)
+@pytest.mark.parametrize("mass,block_size", [("entry", 1), ("row", 1), ("entry", 5), ("row", 64)])
+def test_incremental_keeps_each_blocks_statistics(problem, mass, block_size):
+    """Blocks of 1 (the textbook update), several blocks with a shorter last one (each block's
+    E-step batched), and one block holding the 24 examples."""
+    s = base(algorithm="incremental", passes=3, start_mass=mass, block_size=block_size)
     np.testing.assert_allclose(fit(problem, s).params.weights(problem.layout), dense_incremental(problem, s),
                                rtol=1e-8, atol=1e-12)
 
@@ -108,7 +110,7 @@ def test_incremental_keeps_each_examples_statistics(problem, mass):
 def pool_sum(problem, extra) -> np.ndarray:
     """The sum of the statistics the incremental variant keeps, scattered onto their entries."""
     out = np.zeros(problem.layout.size)
-    for e in range(problem.n_examples):
+    for e in range(len(extra["first_run"])):
         v = extra["first_value"][e]
         for r in range(extra["first_run"][e], extra["last_run"][e]):
             cell, length = extra["run_cell"][r], extra["run_length"][r]
@@ -122,9 +124,10 @@ def listed_entries(extra, e) -> set[int]:
             for c, length in [(extra["run_cell"][r], extra["run_length"][r])] for u in range(length)}
 
 
-def test_incremental_lists_afresh_after_an_example_writes_outside_its_list(problem):
-    """Replay passes walk each example's list; a write outside it (after an underflow, in real
-    fits) stays in the dense counts, and the next pass must list every example again."""
+@pytest.mark.parametrize("block_size", [1, 3])
+def test_incremental_lists_afresh_after_a_block_writes_outside_its_list(problem, block_size):
+    """Replay passes walk each block's list; a write outside it (after an underflow, in real
+    fits) stays in the dense counts, and the next pass must list every block again."""
     learned = problem.layout.learned_mask()
     lists, seen = {}, []
 
@@ -133,18 +136,21 @@ def test_incremental_lists_afresh_after_an_example_writes_outside_its_list(probl
         seen.append(x["list_next"])
         if state.step == 1:
             np.testing.assert_allclose(state.params.theta[learned], pool_sum(problem, x)[learned], rtol=1e-12)
-            lists.update({e: listed_entries(x, e) for e in range(problem.n_examples)})
-            x["last_run"] -= 1  # every example forgets its last run
+            lists.update({e: listed_entries(x, e) for e in range(len(x["first_run"]))})
+            x["last_run"] -= 1  # every block forgets its last run
         if state.step == 3:
             assert all(listed_entries(x, e) >= lists[e] for e in lists)
 
-    fit(problem, base(algorithm="incremental", passes=4), after_step=after)
+    fit(problem, base(algorithm="incremental", passes=4, block_size=block_size), after_step=after)
     assert seen == [False, True, False, False]
 
 
-def test_incremental_converges_like_batch_em(problem):
-    """Incremental EM's fixed points are EM's: after many passes it sits where batch EM ends."""
-    incremental = fit(problem, base(algorithm="incremental", passes=200))
+@pytest.mark.parametrize("block_size,passes", [(1, 200), (3, 1000)])
+def test_incremental_converges_like_batch_em(problem, block_size, passes):
+    """Incremental EM's fixed points are EM's: after many passes it sits where batch EM ends (the
+    24 examples in blocks of 1 or 3, whose 8 updates a pass need more passes; the default 64 would
+    make it batch EM itself)."""
+    incremental = fit(problem, base(algorithm="incremental", passes=passes, block_size=block_size))
     batch = fit(problem, base(iterations=300, init="random"), init=incremental.params)
     assert abs(incremental.objective - batch.objective) < 1e-7 * abs(batch.objective)
 

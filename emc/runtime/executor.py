@@ -66,12 +66,21 @@ class LocalExecutor:
         log_z = np.empty(len(examples))
         numba.set_num_threads(self.threads)
         module = p.model.module
+        weights = np.ascontiguousarray(weights, np.float64)
+        common = (p.ints, p.array_bounds, p.meta, params.abi(), self.prepare(params))
+        one_by_one = np.arange(len(examples))  # the positions estep_example takes
         # the batched E-step serves posteriors only: samples are seeded per example by batch_estep
-        grouped = getattr(module, "estep_batch", None) if semiring == SUM else None
-        kernel, estep = ((kernels.batch_estep_grouped, grouped) if grouped is not None else
-                         (kernels.batch_estep, module.estep_example))
-        kernel(estep, examples, bounds, np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
-               params.abi(), self.prepare(params), semiring, counts, log_z)
+        if semiring == SUM and hasattr(module, "estep_batch"):
+            deferred, left = np.empty(len(examples), np.int64), np.zeros(len(counts), np.int64)
+            kernels.batch_estep_grouped(module.estep_batch, examples, bounds, weights, *common, counts, log_z, deferred,
+                                        left)
+            one_by_one = np.concatenate([a + deferred[a:a + n] for a, n in zip(bounds[:-1], left)]).astype(np.int64)
+        if len(one_by_one):  # into the same count buffers, in a fixed order
+            chosen, chosen_log_z = examples[one_by_one], np.empty(len(one_by_one))
+            chunks = chunk_bounds(self.lengths[chosen], len(counts))
+            kernels.batch_estep(module.estep_example, chosen, chunks, weights[one_by_one], *common, semiring,
+                                counts[:len(chunks) - 1], chosen_log_z)
+            log_z[one_by_one] = chosen_log_z
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
         return EStepResult(total, log_z)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse
 
 from emc.io.vectors import read_vectors
 from emc.io.views import DENSE_VIEW, apply_views
@@ -132,6 +131,8 @@ def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], val
     marks the outcomes seen in training (default: all)."""
     ordered = sorted(features, key=lambda f: bool(f.views))  # the identity (no views) first
     has_identity = bool(ordered) and not ordered[0].views
+    import scipy.sparse  # here: a fit without featured blocks never pays for importing it
+
     index: dict[str, int] = {}
     indptr, indices, data = [0], [], []
     for i, value in enumerate(values):

@@ -27,13 +27,16 @@ def _batch_estep(estep, examples, bounds, weights, ints, layout, meta, params, d
             log_z[q] = estep(examples[q], ints, layout, meta, params, derived, semiring, weights[q], buffer)
 
 
-def _batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, semiring,
-                         counts, log_z):
-    """batch_estep for a module with estep_batch: each chunk's examples in one call."""
+def _batch_estep_grouped(estep_batch, examples, bounds, weights, ints, layout, meta, params, derived, counts, log_z,
+                         deferred, left):
+    """batch_estep under sum for a module with estep_batch: each chunk's examples in one call; the
+    positions of those it leaves to estep_example go to deferred[bounds[c]:], left[c] of them
+    (relative to bounds[c])."""
     for c in prange(counts.shape[0]):
         buffer = (counts[c], np.zeros(0, np.uint8), np.zeros(0, np.int64))
         a, b = bounds[c], bounds[c + 1]
-        estep_batch(examples[a:b], ints, layout, meta, params, derived, semiring, weights[a:b], buffer, log_z[a:b])
+        left[c] = estep_batch(examples[a:b], ints, layout, meta, params, derived, weights[a:b], buffer, log_z[a:b],
+                              deferred[a:b])
 
 
 def _batch_decode(decode, examples, out_offsets, ints, layout, meta, params, derived, out, scores):
@@ -60,7 +63,8 @@ _ESTEP_ARGUMENTS = (I64, I64, F64, INTS, LAYOUT, META, PARAMS, DERIVED, types.in
 _OUT_ARGUMENTS = (I64, I64, INTS, LAYOUT, META, PARAMS, DERIVED)
 _KERNELS = {
     "batch_estep": (_batch_estep, types.void(ESTEP_FUNCTION, *_ESTEP_ARGUMENTS)),
-    "batch_estep_grouped": (_batch_estep_grouped, types.void(ESTEP_BATCH_FUNCTION, *_ESTEP_ARGUMENTS)),
+    "batch_estep_grouped": (_batch_estep_grouped, types.void(ESTEP_BATCH_FUNCTION, I64, I64, F64, INTS, LAYOUT, META,
+                                                             PARAMS, DERIVED, types.float64[:, ::1], F64, I64, I64)),
     "batch_decode": (_batch_decode, types.void(DECODE_FUNCTION, *_OUT_ARGUMENTS, types.int32[::1], F64)),
     "batch_posterior": (_batch_posterior, types.void(POSTERIOR_FUNCTION, *_OUT_ARGUMENTS, F64, F64)),
     "batch_sample": (_batch_sample, types.void(SAMPLE_FUNCTION, I64, *_OUT_ARGUMENTS, types.int32[::1], F64)),

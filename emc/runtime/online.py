@@ -12,24 +12,31 @@ eta_k s is theta += eta_k s / scale on the touched entries (section 3.2): an upd
 proportion to what the mini-batch touched. When `scale` drifts far from 1, theta and the row totals
 are rescaled (once in many updates) so nothing under- or overflows.
 
-incremental (Neal & Hinton 1998): each example's statistics s_i are kept (sparse: the entries it
-touched, in a pool), and mu <- mu + s_i' - s_i after each example. A listing pass (the first)
-runs the tracked E-step and records, per example, which entries it wrote, as runs of adjacent
-entries in consecutive rows (a column of an outcome-major table: a word's probability in every
-state). A replay pass (every later one) runs the untracked E-step, as batch EM does, and walks
-the example's runs: no marks, no list compared, and each run's update streams. That is exact as
-long as an example writes no entry outside its list, and lists only grow (a listing pass keeps the
-entries an example wrote before). An entry's posterior is zero only where a factor of every part
+incremental (Neal & Hinton 1998): the examples are cut once into fixed blocks (one example each
+in the textbook update; Neal & Hinton allow any fixed partition); each block's statistics s_b are
+kept (sparse: the entries it touched, in a pool), and mu <- mu + s_b' - s_b after each block. A
+block's E-step is the module's batched one (estep_batch) when it has it: the sum over the block
+is exactly what that computes. A listing pass (the first) runs the tracked E-step and records,
+per block, which entries it wrote, as runs of adjacent entries in consecutive rows (a column of an
+outcome-major table: a word's probability in every state). A replay pass (every later one) runs
+the untracked E-step, as batch EM does, and walks the block's runs: no marks, no list compared,
+and each run's update streams. That is exact as long as a block writes no entry outside its list,
+and lists only grow (a listing pass keeps the entries a block wrote before). An entry's posterior is zero only where a factor of every part
 using it is zero, which stays zero (nothing ever adds to an entry of weight zero), or where it
-underflows; so a replayed example can write outside its list only after an underflow in the pass
+underflows; so a replayed block can write outside its list only after an underflow in the pass
 that listed it (the first pass starts from positive parameters). Such a write either stays behind
 in the dense counts, and the variant then lists afresh (emc/runtime/variants/incremental.py), or
-a later example whose list holds that entry takes it in with its own: mu then stays exactly the
-sum of the kept statistics, with that mass kept under the other example.
+a later block whose list holds that entry takes it in with its own: mu then stays exactly the
+sum of the kept statistics, with that mass kept under the other block.
+
+Both passes visit `examples` in blocks (stepwise: mini-batches of `batch_size`; incremental:
+examples[bounds[g]:bounds[g+1]] is block blocks[g]), each block's E-step through _block_estep.
 """
+import numpy as np
 from numba import njit, types
 
-from emc.codegen.abi import COUNTS, ESTEP_FUNCTION, INTS, LAYOUT, META, PARAMS, PREPARE_FUNCTION
+from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
+                             META, PARAMS, PREPARE_FUNCTION)
 from emc.runtime.kernels import compile_on_first_use
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
@@ -42,6 +49,42 @@ F64 = types.float64[::1]
 RESCALE_BELOW = 1e-100
 
 
+def esteps(module) -> tuple:
+    """The passes' first arguments for a generated module: prepare, estep_example, its estep_batch
+    (no_estep_batch when it has none) and whether it has one."""
+    estep_batch = getattr(module, "estep_batch", None)
+    stand_in = estep_batch or globals().get("no_estep_batch") or __getattr__("no_estep_batch")
+    return module.prepare, module.estep_example, stand_in, estep_batch is not None
+
+
+def _no_estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
+    """Stands in for estep_batch in the passes' arguments for a module without one (batched =
+    False): never called."""
+    return 0
+
+
+@njit(inline="always")
+def _block_estep(estep, estep_batch, batched, examples, a, b, weights, ints, layout, meta, params, derived, buffer,
+                 log_z):
+    """The E-step of examples[a:b] into `buffer` (log Z of examples[q] into log_z[q]), through
+    estep_batch when the module has one (batched) and the block holds more than one example;
+    returns the sum of the weighted log Z."""
+    if batched and b - a > 1:
+        block = examples[a:b]
+        deferred = np.empty(b - a, np.int64)
+        left = estep_batch(block, ints, layout, meta, params, derived, weights[block], buffer, log_z[a:b], deferred)
+        for i in range(left):
+            q = a + deferred[i]
+            log_z[q] = estep(examples[q], ints, layout, meta, params, derived, SUM, weights[examples[q]], buffer)
+    else:
+        for q in range(a, b):
+            log_z[q] = estep(examples[q], ints, layout, meta, params, derived, SUM, weights[examples[q]], buffer)
+    total = 0.0
+    for q in range(a, b):
+        total += weights[examples[q]] * log_z[q]
+    return total
+
+
 @njit(cache=True)
 def _rescale(theta, row_total, scale):
     s = scale[0]
@@ -52,8 +95,8 @@ def _rescale(theta, row_total, scale):
     scale[0] = 1.0
 
 
-def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, layout, meta, params, row_of,
-                   buffer, log_z, rescale_below):
+def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout, meta,
+                   params, row_of, buffer, log_z, rescale_below):
     """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far).
     theta is rescaled when the scale leaves [rescale_below, 1 / rescale_below]."""
     theta, row_total, _, _, scale = params
@@ -63,10 +106,8 @@ def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, l
     for start in range(0, n, batch_size):
         derived = prepare(meta, params)
         touched[0] = 0
-        for q in range(start, min(start + batch_size, n)):
-            ex = order[q]
-            log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], buffer)
-            total += weights[ex] * log_z[q]
+        total += _block_estep(estep, estep_batch, batched, order, start, min(start + batch_size, n), weights, ints,
+                              layout, meta, params, derived, buffer, log_z)
         eta = (k + 2.0) ** (-alpha)
         scale[0] *= 1.0 - eta
         step = eta / scale[0]
@@ -83,27 +124,27 @@ def _stepwise_pass(prepare, estep, order, batch_size, k, alpha, weights, ints, l
     return total, k
 
 
-# The pool of per-example statistics: example e's runs are run_cell/run_length[first_run[e]:
-# last_run[e]] (run r covers entries run_cell[r] + u, in rows row_of[run_cell[r]] + u, for
-# u < run_length[r]) and their values are pool_value[first_value[e]:], run after run.
+# The pool of per-block statistics: block g's runs are run_cell/run_length[first_run[g]:
+# last_run[g]] (run r covers entries run_cell[r] + u, in rows row_of[run_cell[r]] + u, for
+# u < run_length[r]) and their values are pool_value[first_value[g]:], run after run.
 RUNS = types.Tuple((I64, I64, I64, I64, I64, F64))
 
 
-def _incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, untracked, log_z,
-                             pool):
-    """One pass, one example at a time, over examples listed before: mu <- mu - s_e + s_e', walking
-    e's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
+def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
+                             meta, params, row_of, untracked, log_z, pool):
+    """One pass, one block at a time, over blocks listed before: mu <- mu - s_g + s_g', walking
+    g's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
     counts = untracked[0]
     first_run, last_run, first_value, run_cell, run_length, pool_value = pool
     total = 0.0
-    for q in range(order.shape[0]):
-        ex = order[q]
+    for q in range(blocks.shape[0]):
+        g = blocks[q]
         derived = prepare(meta, params)
-        log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], untracked)
-        total += weights[ex] * log_z[q]
-        v = first_value[ex]
-        for r in range(first_run[ex], last_run[ex]):
+        total += _block_estep(estep, estep_batch, batched, examples, bounds[q], bounds[q + 1], weights, ints, layout,
+                              meta, params, derived, untracked, log_z)
+        v = first_value[g]
+        for r in range(first_run[g], last_run[g]):
             c, m = run_cell[r], run_length[r]
             w = row_of[c]
             # slices of known length let the compiler stream the run (about 3x the indexed loop)
@@ -118,9 +159,9 @@ def _incremental_replay_pass(prepare, estep, order, weights, ints, layout, meta,
     return total
 
 
-def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta, params, row_of, buffer, log_z,
-                              listed, relisted, fill):
-    """One pass like incremental_replay_pass with the tracked E-step: each example's statistics
+def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
+                              meta, params, row_of, buffer, log_z, listed, relisted, fill):
+    """One pass like incremental_replay_pass with the tracked E-step: each block's statistics
     leave `listed` (its old runs, if any) and are appended to `relisted` as new runs holding
     every entry it writes now or held before. fill = (runs, values) used in `relisted`.
     Returns (sum of weighted log Z, `relisted`, whose arrays may have grown)."""
@@ -129,15 +170,15 @@ def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta
     first_run, last_run, first_value, old_cell, old_length, old_value = listed
     _, _, _, run_cell, run_length, pool_value = relisted
     total = 0.0
-    for q in range(order.shape[0]):
-        ex = order[q]
+    for q in range(blocks.shape[0]):
+        g = blocks[q]
         derived = prepare(meta, params)
         touched[0] = 0
-        log_z[q] = estep(ex, ints, layout, meta, params, derived, SUM, weights[ex], buffer)
-        total += weights[ex] * log_z[q]
+        total += _block_estep(estep, estep_batch, batched, examples, bounds[q], bounds[q + 1], weights, ints, layout,
+                              meta, params, derived, buffer, log_z)
         m = touched[0]
-        v = first_value[ex]
-        for r in range(first_run[ex], last_run[ex]):
+        v = first_value[g]
+        for r in range(first_run[g], last_run[g]):
             for u in range(old_length[r]):
                 i = old_cell[r] + u
                 theta[i] = max(theta[i] - old_value[v], 0.0)
@@ -152,7 +193,7 @@ def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta
             run_cell, run_length = grow(run_cell, runs + m), grow(run_length, runs + m)
         if values + m > pool_value.shape[0]:
             pool_value = grow(pool_value, values + m)
-        first_run[ex], first_value[ex] = runs, values
+        first_run[g], first_value[g] = runs, values
         for t in range(1, m + 1):
             i = touched[t]
             if t > 1 and i == touched[t - 1] + 1 and row_of[i] == row_of[i - 1] + 1:
@@ -160,7 +201,7 @@ def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta
             else:
                 run_cell[runs], run_length[runs] = i, 1
                 runs += 1
-        for r in range(first_run[ex], runs):
+        for r in range(first_run[g], runs):
             c, n = run_cell[r], run_length[r]
             w = row_of[c]
             new, kept, th, rt, marks = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
@@ -172,20 +213,23 @@ def _incremental_listing_pass(prepare, estep, order, weights, ints, layout, meta
                 new[u] = 0.0
                 marks[u] = 0
             values += n
-        last_run[ex] = runs
+        last_run[g] = runs
         fill[0], fill[1] = runs, values
     return total, (first_run, last_run, first_value, run_cell, run_length, pool_value)
 
 
+# prepare, estep_example, estep_batch (or no_estep_batch) and whether there is one
+_ESTEPS = (PREPARE_FUNCTION, ESTEP_FUNCTION, ESTEP_BATCH_FUNCTION, types.boolean)
 # name -> (pass, its signature), compiled on first use (kernels.compile_on_first_use): a batch fit
 # never compiles or loads them
 _PASSES = {
+    "no_estep_batch": (_no_estep_batch, ESTEP_BATCH_SIGNATURE),
     "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
-        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META,
-        PARAMS, I64, COUNTS, F64, types.float64)),
+        *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64,
+        types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
-        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
-        PREPARE_FUNCTION, ESTEP_FUNCTION, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS, I64)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS, I64)),
 }
 __getattr__ = compile_on_first_use(globals(), _PASSES)

@@ -51,6 +51,8 @@ class FitSettings:
     # online EM (Liang & Klein 2009)
     alpha: float = _setting(0.7, "step size (k + 2)^-alpha, 0.5 < alpha <= 1", "stepwise")
     batch_size: int = _setting(1, "examples per mini-batch (m)", "stepwise")
+    block_size: int = _setting(64, "examples per block of kept statistics (1: one block per example, the textbook "
+                               "update; larger blocks take the batched E-step)", "incremental")
     # what the start weighs as online statistics (see variants/online_state.py)
     start_mass: str | None = _setting(None, "what the starting parameters weigh as statistics, one pseudo-count per "
                                       "entry or one per row (the data outweigh the start after one mini-batch); "
@@ -79,6 +81,7 @@ class FitSettings:
         """A short label of the algorithm and the settings that matter for it (for plots)."""
         extra = {
             "stepwise": f" alpha={self.alpha:g} m={self.batch_size}",
+            "incremental": f" blocks of {self.block_size}",
             "annealed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "skewed": f" beta_min={self.beta_min:g} x{self.beta_factor:g}",
             "vb": f" alpha={self.vb_alpha:g}",

@@ -19,11 +19,12 @@ def _digamma(x: float) -> float:
     return shift + math.log(x) - 0.5 * inv - series
 
 
-@vectorize(["float64(float64)"], cache=True)
+# no signatures: compiled on first call (variational Bayes), not when a batch fit imports the variants
+@vectorize(cache=True)
 def digamma(x):
     return _digamma(x)
 
 
-@vectorize(["float64(float64)"], cache=True)
+@vectorize(cache=True)
 def gammaln(x):
     return math.lgamma(x)

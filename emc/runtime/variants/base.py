@@ -57,11 +57,16 @@ class Variant:
     def final_objective(self, state: FitState) -> float:
         return self.full_estep(state.params)[1]
 
+    @staticmethod
+    def slice_size(n: int, multiple: int = 1) -> int:
+        """The length of the slices `slices` cuts a pass of n examples into."""
+        return max(multiple, (n // 50) // multiple * multiple)
+
     def slices(self, order: np.ndarray, multiple: int = 1):
         """The examples of a pass in about 50 slices (a multiple of `multiple` long), reporting
         progress after each; the kernels run slice by slice with identical results."""
         n = len(order)
-        size = max(multiple, (n // 50) // multiple * multiple)
+        size = self.slice_size(n, multiple)
         for start in range(0, n, size):
             yield start, order[start:start + size]
             if self.progress:

@@ -1,12 +1,16 @@
-"""Incremental EM (Neal & Hinton 1998): each example's expected counts s_i are kept (sparse), and
-after each example mu <- mu + s_i' - s_i, in a fresh random order each pass.
+"""Incremental EM (Neal & Hinton 1998): the examples are cut once into fixed blocks of
+--block-size (a random partition drawn at the start; 1: every example its own block, the textbook
+update), each block's expected counts s_b are kept (sparse), and after each block mu <- mu +
+s_b' - s_b, the blocks in a fresh random order each pass. Neal & Hinton's argument holds for any
+fixed partition; blocks let a structure with a batched E-step (the chain's) compute a block's
+statistics in one call, which is what makes a pass cost about a batch iteration.
 
 During the first pass the statistics start from the initial parameters as pseudo-counts (so the
 first examples do not decide everything); when every example has contributed, those pseudo-counts
 are removed from the rows the data reached, and mu is exactly the sum of the s_i from then on.
 
-The first pass lists which entries each example writes; later passes replay those lists (see
-emc/runtime/online.py). A replay pass that leaves counts behind (an example wrote outside its
+The first pass lists which entries each block writes; later passes replay those lists (see
+emc/runtime/online.py). A replay pass that leaves counts behind (a block wrote outside its
 list, possible only after an underflow to zero in the pass that listed it) drops them and makes
 the next pass list afresh, so mu is again exactly the sum of the kept statistics after it.
 """
@@ -36,10 +40,16 @@ class Incremental(Variant):
         layout = self.problem.layout
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
         state.params = statistics_state(state.params, layout, smoothing, start_mass(self.problem, self.settings))
+        if self.settings.block_size < 1:
+            raise EmcError("--block-size must be at least 1")
         n = self.problem.n_examples
+        # block g is members[g * m:(g + 1) * m]; with m = 1 no draw, so the shuffles are the textbook's
+        members = state.rng.permutation(n) if self.settings.block_size > 1 else np.arange(n)
+        blocks = -(-n // self.settings.block_size)
         state.extra.update(pseudo_counts=state.params.theta.copy(), list_next=True,
-                           first_run=np.zeros(n, np.int64), last_run=np.zeros(n, np.int64),
-                           first_value=np.zeros(n, np.int64), **_empty_runs(0, 0))
+                           block_members=members.astype(np.int64), first_run=np.zeros(blocks, np.int64),
+                           last_run=np.zeros(blocks, np.int64), first_value=np.zeros(blocks, np.int64),
+                           **_empty_runs(0, 0))
 
     def finished(self, state: FitState) -> bool:
         return state.step >= self.settings.passes
@@ -47,20 +57,22 @@ class Incremental(Variant):
     def step(self, state: FitState) -> dict:
         p = self.problem
         x = state.extra
-        order = state.rng.permutation(p.n_examples).astype(np.int64)
-        module = p.model.module
+        m, members = self.settings.block_size, x["block_members"]
+        order = state.rng.permutation(len(x["first_run"])).astype(np.int64)
         counts, mark, touched = count_buffer(p.layout)
         listing = bool(x["list_next"])
         if listing:
             relisted = _empty_runs(len(x["run_cell"]) or 1 << 16, len(x["pool_value"]) or 1 << 16, np.empty)
             fill = np.zeros(2, np.int64)
         total = 0.0
-        for start, part in self.slices(order):
+        for start, blocks in self.slices(order):
             if listing and start > 0:
-                relisted = _reserve(relisted, fill, start, p.n_examples)
+                relisted = _reserve(relisted, fill, start, len(order))
+            part = np.concatenate([members[g * m:(g + 1) * m] for g in blocks])
+            bounds = np.concatenate([[0], np.cumsum(np.minimum(m, len(members) - blocks * m))]).astype(np.int64)
             log_z = np.empty(len(part))
-            common = (module.prepare, module.estep_example, part, self.weights, p.ints, p.array_bounds, p.meta,
-                      state.params.abi())
+            common = (*online.esteps(p.model.module), part, bounds, blocks, self.weights, p.ints, p.array_bounds,
+                      p.meta, state.params.abi())
             if listing:
                 done, grown = online.incremental_listing_pass(*common, p.layout.row_of, (counts, mark, touched),
                                                               log_z, _pool(x), _pool(x, relisted), fill)
@@ -74,7 +86,7 @@ class Incremental(Variant):
             # views of the used part: checkpoints save no spare room, and no copy (on some machines
             # first writes to fresh memory cost as much as a replay pass) is made to trim it
             x.update({k: v[:fill[0] if k != "pool_value" else fill[1]] for k, v in relisted.items()})
-        x["list_next"] = bool(counts.any())  # a replayed example wrote outside its list: list afresh
+        x["list_next"] = bool(counts.any())  # a replayed block wrote outside its list: list afresh
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)
@@ -105,8 +117,8 @@ def _empty_runs(runs: int, values: int, allocate=np.zeros) -> dict[str, np.ndarr
 
 
 def _reserve(runs: dict, fill: np.ndarray, visited: int, n: int) -> dict[str, np.ndarray]:
-    """Room for the whole pass at the rate of the examples visited so far (they are a random
-    sample), so the pool is not regrown (and its new memory first touched) again and again."""
+    """Room for the whole pass of n blocks at the rate of the blocks visited so far (they are a
+    random sample), so the pool is not regrown (and its new memory first touched) again and again."""
     out = dict(runs)
     for keys, used in ((RUN_ARRAYS[:2], fill[0]), (RUN_ARRAYS[2:], fill[1])):
         need = int(used / visited * n * 1.1) + 1
@@ -118,7 +130,7 @@ def _reserve(runs: dict, fill: np.ndarray, visited: int, n: int) -> dict[str, np
 
 
 def _pool(extra: dict, runs: dict | None = None) -> tuple[np.ndarray, ...]:
-    """The pool tuple of emc/runtime/online.py: the per-example index from `extra`, the runs from
+    """The pool tuple of emc/runtime/online.py: the per-block index from `extra`, the runs from
     `runs` (default: `extra`'s own)."""
     runs = extra if runs is None else runs
     return (extra["first_run"], extra["last_run"], extra["first_value"]) + tuple(runs[k] for k in RUN_ARRAYS)

@@ -52,21 +52,21 @@ class Stepwise(Variant):
             return self.step_remote(state)
         p = self.problem
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        module = p.model.module
         buffer = count_buffer(p.layout)
         total, updates = 0.0, state.extra["updates"]
         folded = updates  # the updates before this one are in the featured blocks' statistics
-        slices = list(self.slices(order, self.settings.batch_size))
-        every = max(1, round(len(slices) / FEATURED_MSTEPS_PER_PASS))
-        for i, (_, part) in enumerate(slices):
+        size = self.slice_size(len(order), self.settings.batch_size)
+        slices = -(-len(order) // size)
+        every = max(1, round(slices / FEATURED_MSTEPS_PER_PASS))
+        for i, (_, part) in enumerate(self.slices(order, self.settings.batch_size)):
             log_z = np.empty(len(part))
-            done, updates = online.stepwise_pass(module.prepare, module.estep_example, part,
+            done, updates = online.stepwise_pass(*online.esteps(p.model.module), part,
                                                  self.settings.batch_size, updates, self.settings.alpha, self.weights,
                                                  p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
                                                  buffer, log_z, online.RESCALE_BELOW)
             check_log_z(p, part, log_z)
             total += done
-            if (i + 1) % every == 0 or i + 1 == len(slices):
+            if (i + 1) % every == 0 or i + 1 == slices:
                 self._featured_mstep(state, folded, updates)
                 folded = updates
         state.extra["updates"] = updates
