@@ -63,7 +63,7 @@ def run(problem, settings, checkpoints):
 def compare_stepwise(args) -> None:
     """Stepwise EM (m = 1, alpha 0.7, 3 passes) on the plain and the featured HMM, the latter with
     each number of gradient M-steps a pass: many-to-one, one-to-one, seconds a pass."""
-    import emc.runtime.variants.stepwise as stepwise
+    import emc.runtime.variants.online_state as online_state
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.fit import Evaluator, fit
     from emc.runtime.settings import FitSettings
@@ -72,7 +72,7 @@ def compare_stepwise(args) -> None:
     for spec, msteps in [("hmm.em", None)] + [("hmm_features.em", m) for m in args.stepwise]:
         problem = load(spec, files=tuple(args.files), first_tokens=args.first_tokens)
         if msteps is not None:
-            stepwise.FEATURED_MSTEPS_PER_PASS = msteps
+            online_state.FEATURED_MSTEPS_PER_PASS = msteps
         for seed in args.seeds:
             t0 = time.perf_counter()
             result = fit(problem, FitSettings(algorithm="stepwise", passes=passes, batch_size=1, alpha=0.7, seed=seed,

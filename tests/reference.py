@@ -21,7 +21,8 @@ from emc.runtime.initialize import initial_params
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.runtime.settings import FitSettings
-from emc.runtime.variants.online_state import start_mass
+from emc.runtime.variants.base import Variant
+from emc.runtime.variants.online_state import FEATURED_MSTEPS_PER_PASS, start_mass
 from emc.structures.label import field_slots
 from emc.structures.semiring import SUM
 
@@ -329,7 +330,10 @@ def dense_incremental(problem: Problem, settings: FitSettings) -> np.ndarray:
     """Incremental EM as the textbook writes it: cut the examples once into blocks of
     settings.block_size (a random partition; 1: one example each), keep each block's expected
     counts, replace them in the running total after each block's E-step, and drop the starting
-    pseudo-counts of every row the data reached after the first pass."""
+    pseudo-counts of every row the data reached after the first pass. A featured block's weights
+    come from the gradient M-step on its running total at the end of every few slices of a pass
+    (FEATURED_MSTEPS_PER_PASS a pass) and at the end of each pass; the E-step reads its
+    probabilities from the last M-step."""
     rng = np.random.default_rng(settings.seed)
     layout = problem.layout
     executor = LocalExecutor(problem, threads=1)
@@ -341,15 +345,33 @@ def dense_incremental(problem: Problem, settings: FitSettings) -> np.ndarray:
     mu = pseudo_counts(params, layout, start_mass(problem, settings))
     pseudo = np.where(learned, mu, 0.0)
     stats = {}
+    weights = dict(params.features)
+    size = Variant.slice_size(len(blocks))
+    slices = -(-len(blocks) // size)
+    every = max(1, round(slices / FEATURED_MSTEPS_PER_PASS))
+
+    def current() -> np.ndarray:
+        theta = normalise(mu, layout, settings)
+        for t in layout.featured():
+            t.values(theta)[:] = np.exp(t.featured.log_probabilities(weights[t.name]))
+        return theta
+
+    def featured_mstep() -> None:
+        for t in layout.featured():
+            weights[t.name] = t.featured.maximize(np.maximum(t.values(mu), 0.0), weights[t.name])
+
     for p in range(settings.passes):
-        for g in rng.permutation(len(blocks)):
-            s = executor.estep(ParamState.plain(normalise(mu, layout, settings), layout), blocks[g], SUM,
-                               np.ones(len(blocks[g]))).counts
+        for i, g in enumerate(rng.permutation(len(blocks))):
+            s = executor.estep(ParamState.plain(current(), layout), blocks[g], SUM, np.ones(len(blocks[g]))).counts
             mu[learned] += s[learned] - stats.get(g, np.zeros_like(s))[learned]
             stats[g] = s
+            finished_slice = (i + 1) // size if (i + 1) % size == 0 else None
+            if finished_slice is not None and finished_slice % every == 0 and finished_slice < slices:
+                featured_mstep()
         if p == 0:
             total = sum(stats.values())
             reached = np.bincount(layout.row_of, weights=total, minlength=layout.n_rows) > 0
             drop = learned & reached[layout.row_of]
             mu[drop] -= pseudo[drop]
-    return normalise(mu, layout, settings)
+        featured_mstep()
+    return current()

@@ -69,8 +69,8 @@ def test_every_algorithm_runs(tmp_path, spec):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
 def test_incremental_keeps_each_examples_statistics_on_every_spec(tmp_path, spec):
     """The listed and replayed passes of incremental EM (emc/runtime/online.py) against the
-    textbook update over whole tables, on every structure's tables (dense and sparse), in blocks of
-    two examples (a chain's through its batched E-step)."""
+    textbook update over whole tables, on every structure's tables (dense and sparse, plain and
+    featured), in blocks of two examples (a chain's through its batched E-step)."""
     problem = tiny_problem(tmp_path, spec, options_for(spec))
     if refused(problem, "incremental"):
         return

@@ -43,6 +43,7 @@ from emc.structures.semiring import SUM
 
 I64 = types.int64[::1]
 F64 = types.float64[::1]
+U8 = types.uint8[::1]
 
 # Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW]. The compiled pass
 # takes it as an argument: numba would freeze a global's value into its on-disk cache.
@@ -131,9 +132,11 @@ RUNS = types.Tuple((I64, I64, I64, I64, I64, F64))
 
 
 def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
-                             meta, params, row_of, untracked, log_z, pool):
+                             meta, params, row_of, thawed, untracked, log_z, pool):
     """One pass, one block at a time, over blocks listed before: mu <- mu - s_g + s_g', walking
-    g's runs. `untracked` is (dense counts, marks, empty). Returns the sum of weighted log Z."""
+    g's runs. `untracked` is (dense counts, marks, empty). Entries with thawed = 0 (a featured
+    block's: see variants/incremental.py) keep their value in theta; their statistics live in the
+    pool alone. Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
     counts = untracked[0]
     first_run, last_run, first_value, run_cell, run_length, pool_value = pool
@@ -148,11 +151,12 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
             c, m = run_cell[r], run_length[r]
             w = row_of[c]
             # slices of known length let the compiler stream the run (about 3x the indexed loop)
-            new, old, th, rt = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m]
+            new, old, th, rt, on = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m], \
+                thawed[c:c + m]
             for u in range(m):
                 change = new[u] - old[u]
-                th[u] = max(th[u] + change, 0.0)  # cancellation can leave -1e-17: clamp
-                rt[u] = max(rt[u] + change, 0.0)
+                th[u] = max(th[u] + on[u] * change, 0.0)  # cancellation can leave -1e-17: clamp
+                rt[u] = max(rt[u] + on[u] * change, 0.0)
                 old[u] = new[u]
                 new[u] = 0.0
             v += m
@@ -160,7 +164,7 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
 
 
 def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
-                              meta, params, row_of, buffer, log_z, listed, relisted, fill):
+                              meta, params, row_of, thawed, buffer, log_z, listed, relisted, fill):
     """One pass like incremental_replay_pass with the tracked E-step: each block's statistics
     leave `listed` (its old runs, if any) and are appended to `relisted` as new runs holding
     every entry it writes now or held before. fill = (runs, values) used in `relisted`.
@@ -181,8 +185,8 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
         for r in range(first_run[g], last_run[g]):
             for u in range(old_length[r]):
                 i = old_cell[r] + u
-                theta[i] = max(theta[i] - old_value[v], 0.0)
-                row_total[row_of[i]] = max(row_total[row_of[i]] - old_value[v], 0.0)
+                theta[i] = max(theta[i] - thawed[i] * old_value[v], 0.0)
+                row_total[row_of[i]] = max(row_total[row_of[i]] - thawed[i] * old_value[v], 0.0)
                 v += 1
                 if mark[i] == 0:  # held before, not written now: keep it listed
                     mark[i] = 1
@@ -204,12 +208,12 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
         for r in range(first_run[g], runs):
             c, n = run_cell[r], run_length[r]
             w = row_of[c]
-            new, kept, th, rt, marks = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
-                row_total[w:w + n], mark[c:c + n]
+            new, kept, th, rt, marks, on = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
+                row_total[w:w + n], mark[c:c + n], thawed[c:c + n]
             for u in range(n):
                 kept[u] = new[u]
-                th[u] += new[u]
-                rt[u] += new[u]
+                th[u] += on[u] * new[u]
+                rt[u] += on[u] * new[u]
                 new[u] = 0.0
                 marks[u] = 0
             values += n
@@ -228,8 +232,8 @@ _PASSES = {
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64,
         types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
-        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
-        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64, RUNS, RUNS, I64)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, RUNS, I64)),
 }
 __getattr__ = compile_on_first_use(globals(), _PASSES)

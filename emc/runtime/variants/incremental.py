@@ -21,6 +21,7 @@ import numpy as np
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime import online
 from emc.runtime.variants.base import Variant
+from emc.runtime.variants import online_state
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
 
@@ -28,10 +29,15 @@ from emc.spec.errors import EmcError
 class Incremental(Variant):
     name = "incremental"
     paper = "Neal & Hinton 1998"
-    refuses_features = ("its statistics live in the E-step's lazy parameters, which read every block as normalised "
-                        "counts; use batch, hard, annealed or skewed EM")
     converges = False
     weighs_start = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # 1 for the entries the passes update in theta, 0 for featured blocks' (see featured_mstep)
+        self.thawed = np.ones(self.problem.layout.size, np.uint8)
+        for t in self.problem.layout.featured():
+            self.thawed[t.entries] = 0
 
     def start(self, state: FitState) -> None:
         if not self.executor.in_process:
@@ -39,7 +45,9 @@ class Incremental(Variant):
                            "--workers/--scheduler (stepwise EM runs on a cluster)")
         layout = self.problem.layout
         smoothing = additive_smoothing(layout, self.settings.regularizers, self.name)
-        state.params = statistics_state(state.params, layout, smoothing, start_mass(self.problem, self.settings))
+        start = state.params
+        state.params = statistics_state(start, layout, smoothing, start_mass(self.problem, self.settings))
+        state.params.features = dict(start.features)
         if self.settings.block_size < 1:
             raise EmcError("--block-size must be at least 1")
         n = self.problem.n_examples
@@ -50,6 +58,9 @@ class Incremental(Variant):
                            block_members=members.astype(np.int64), first_run=np.zeros(blocks, np.int64),
                            last_run=np.zeros(blocks, np.int64), first_value=np.zeros(blocks, np.int64),
                            **_empty_runs(0, 0))
+        for t in layout.featured():
+            featured_statistics(state, t)
+
 
     def finished(self, state: FitState) -> bool:
         return state.step >= self.settings.passes
@@ -65,7 +76,9 @@ class Incremental(Variant):
             relisted = _empty_runs(len(x["run_cell"]) or 1 << 16, len(x["pool_value"]) or 1 << 16, np.empty)
             fill = np.zeros(2, np.int64)
         total = 0.0
-        for start, blocks in self.slices(order):
+        slices = -(-len(order) // self.slice_size(len(order)))
+        every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
+        for i, (start, blocks) in enumerate(self.slices(order)):
             if listing and start > 0:
                 relisted = _reserve(relisted, fill, start, len(order))
             part = np.concatenate([members[g * m:(g + 1) * m] for g in blocks])
@@ -74,19 +87,30 @@ class Incremental(Variant):
             common = (*online.esteps(p.model.module), part, bounds, blocks, self.weights, p.ints, p.array_bounds,
                       p.meta, state.params.abi())
             if listing:
-                done, grown = online.incremental_listing_pass(*common, p.layout.row_of, (counts, mark, touched),
+                done, grown = online.incremental_listing_pass(*common, p.layout.row_of, self.thawed, (counts, mark, touched),
                                                               log_z, _pool(x), _pool(x, relisted), fill)
                 relisted = dict(zip(RUN_ARRAYS, grown[3:]))
             else:
-                done = online.incremental_replay_pass(*common, p.layout.row_of, (counts, mark, touched[:0]), log_z,
+                done = online.incremental_replay_pass(*common, p.layout.row_of, self.thawed, (counts, mark, touched[:0]), log_z,
                                                       _pool(x))
             check_log_z(p, part, log_z)
             total += done
+            # mid-pass M-steps read the pool, which holds every block's statistics except during a
+            # pass that lists the blocks afresh after the first (then some are in the old pool)
+            if (i + 1) % every == 0 and i + 1 < slices and (not listing or state.step == 0):
+                pool = relisted if listing else x
+                sums = pool_sums(p.layout.size, pool, fill if listing else None)
+                for t in p.layout.featured():
+                    featured_mstep(state, t, sums)
         if listing:
             # views of the used part: checkpoints save no spare room, and no copy (on some machines
             # first writes to fresh memory cost as much as a replay pass) is made to trim it
             x.update({k: v[:fill[0] if k != "pool_value" else fill[1]] for k, v in relisted.items()})
         x["list_next"] = bool(counts.any())  # a replayed block wrote outside its list: list afresh
+        if p.layout.featured():
+            sums = pool_sums(p.layout.size, x)
+            for t in p.layout.featured():
+                featured_mstep(state, t, sums, drop_pseudo_counts=state.step == 0)
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)
@@ -98,6 +122,8 @@ class Incremental(Variant):
         data = theta - pseudo
         reached = np.bincount(layout.row_of, weights=np.abs(data), minlength=layout.n_rows) > 0
         drop = layout.learned_mask() & reached[layout.row_of]
+        for t in layout.featured():  # their statistics are kept apart (featured_mstep)
+            drop[t.entries] = False
         theta[drop] = np.maximum(data[drop], 0.0)
 
     def _recount_rows(self, state: FitState) -> None:
@@ -106,6 +132,47 @@ class Incremental(Variant):
         totals = np.bincount(layout.row_of, weights=state.params.theta, minlength=layout.n_rows)
         for t in layout.learned():
             state.params.row_total[t.row_slice] = totals[t.row_slice]
+
+
+# Featured blocks (emc/runtime/features.py). The E-step must read their log-linear probabilities p,
+# not normalised statistics: theta holds p (row totals 1) and the passes leave those entries alone
+# (thawed = 0), while their statistics live in the pool of per-block counts like any block's. The
+# gradient M-step runs a few times a pass on mu = the pool's sums plus the starting pseudo-counts
+# still held (every row's during the first pass; afterwards only rows the data never reached).
+
+
+def featured_statistics(state: FitState, t) -> None:
+    """Keep a featured table's starting statistics apart (as pseudo-counts), and show its probabilities."""
+    state.extra[f"featured_pseudo_{t.name}"] = t.values(state.params.theta).copy()
+    _show(state, t)
+
+
+def featured_mstep(state: FitState, t, sums: np.ndarray, drop_pseudo_counts: bool = False) -> None:
+    """The gradient M-step on mu = the pool's sums (`sums`, every entry) plus the pseudo-counts
+    held; after the first pass the rows the data reached drop theirs, as any block's do."""
+    pseudo = state.extra[f"featured_pseudo_{t.name}"]
+    data = t.values(sums)
+    if drop_pseudo_counts:
+        rows = t.local_rows().reshape(data.shape)
+        pseudo[(np.bincount(rows.ravel(), weights=np.abs(data).ravel(), minlength=t.rows) > 0)[rows]] = 0.0
+    mu = np.maximum(data + pseudo, 0.0)  # rounding only
+    state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name])
+    _show(state, t)
+
+
+def _show(state: FitState, t) -> None:
+    t.values(state.params.theta)[:] = np.exp(t.featured.log_probabilities(state.params.features[t.name]))
+    state.params.row_total[t.row_slice] = 1.0
+
+
+def pool_sums(size: int, pool: dict, fill: np.ndarray | None = None) -> np.ndarray:
+    """Every entry's sum over the blocks' kept statistics (the first fill[0] runs and fill[1]
+    values of `pool`, default all): the pool's values follow its runs, entry by entry."""
+    runs = len(pool["run_cell"]) if fill is None else int(fill[0])
+    values = len(pool["pool_value"]) if fill is None else int(fill[1])
+    lengths = pool["run_length"][:runs]
+    offsets = np.repeat(pool["run_cell"][:runs] - (np.cumsum(lengths) - lengths), lengths)
+    return np.bincount(offsets + np.arange(values), weights=pool["pool_value"][:values], minlength=size)
 
 
 RUN_ARRAYS = ("run_cell", "run_length", "pool_value")

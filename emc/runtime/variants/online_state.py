@@ -11,6 +11,11 @@ from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.settings import START_MASSES
 from emc.spec.errors import EmcError
 
+# How often a pass of stepwise or incremental EM runs the gradient M-step of featured blocks
+# (emc/runtime/features.py): an M-step costs as much as an E-step over thousands of mini-batches.
+# On CoNLL-2000 (bench/features_pos.py --stepwise) 10 a pass kept most of the accuracy of 50.
+FEATURED_MSTEPS_PER_PASS = 10
+
 
 def additive_smoothing(layout: ParamLayout, regularizers: dict[str, Prior], algorithm: str) -> np.ndarray:
     """Per table, the pseudo-count the online M-step adds (its prior's online_pseudo_count,

@@ -4,8 +4,8 @@ Mini-batches of --batch-size examples, shuffled each pass; after each, mu <- (1 
 eta_k s with eta_k = (k + 2)^(-alpha) (--alpha, 0.5 < alpha <= 1). The update is sparse (Liang &
 Klein section 3.2; emc/runtime/online.py). mu starts as the initial parameters. The objective
 reported per pass is the sum of the examples' log-likelihoods as they were met during the pass.
-A featured block's statistics are kept apart and its gradient M-step runs FEATURED_MSTEPS_PER_PASS
-times a pass (see _featured_mstep).
+A featured block's statistics are kept apart and its gradient M-step runs
+online_state.FEATURED_MSTEPS_PER_PASS times a pass (see _featured_mstep).
 """
 from __future__ import annotations
 
@@ -14,14 +14,10 @@ import numpy as np
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime import online
 from emc.runtime.variants.base import Variant
+from emc.runtime.variants import online_state
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
-
-
-# How often a pass runs the gradient M-step of featured blocks: an M-step costs as much as an
-# E-step over thousands of mini-batches (see _featured_mstep).
-FEATURED_MSTEPS_PER_PASS = 10
 
 
 class Stepwise(Variant):
@@ -57,7 +53,7 @@ class Stepwise(Variant):
         folded = updates  # the updates before this one are in the featured blocks' statistics
         size = self.slice_size(len(order), self.settings.batch_size)
         slices = -(-len(order) // size)
-        every = max(1, round(slices / FEATURED_MSTEPS_PER_PASS))
+        every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
         for i, (_, part) in enumerate(self.slices(order, self.settings.batch_size)):
             log_z = np.empty(len(part))
             done, updates = online.stepwise_pass(*online.esteps(p.model.module), part,
