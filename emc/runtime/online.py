@@ -135,8 +135,8 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
                              meta, params, row_of, thawed, untracked, log_z, pool):
     """One pass, one block at a time, over blocks listed before: mu <- mu - s_g + s_g', walking
     g's runs. `untracked` is (dense counts, marks, empty). Entries with thawed = 0 (a featured
-    block's: see variants/incremental.py) keep their value in theta; their statistics live in the
-    pool alone. Returns the sum of weighted log Z."""
+    block's: see variants/incremental.py; thawed is empty when there is none) keep their value in
+    theta; their statistics live in the pool alone. Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
     counts = untracked[0]
     first_run, last_run, first_value, run_cell, run_length, pool_value = pool
@@ -151,14 +151,22 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
             c, m = run_cell[r], run_length[r]
             w = row_of[c]
             # slices of known length let the compiler stream the run (about 3x the indexed loop)
-            new, old, th, rt, on = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m], \
-                thawed[c:c + m]
-            for u in range(m):
-                change = new[u] - old[u]
-                th[u] = max(th[u] + on[u] * change, 0.0)  # cancellation can leave -1e-17: clamp
-                rt[u] = max(rt[u] + on[u] * change, 0.0)
-                old[u] = new[u]
-                new[u] = 0.0
+            new, old, th, rt = counts[c:c + m], pool_value[v:v + m], theta[c:c + m], row_total[w:w + m]
+            if thawed.size == 0:  # no featured block: the loop the compiler streams
+                for u in range(m):
+                    change = new[u] - old[u]
+                    th[u] = max(th[u] + change, 0.0)  # cancellation can leave -1e-17: clamp
+                    rt[u] = max(rt[u] + change, 0.0)
+                    old[u] = new[u]
+                    new[u] = 0.0
+            else:
+                on = thawed[c:c + m]
+                for u in range(m):
+                    change = on[u] * (new[u] - old[u])
+                    th[u] = max(th[u] + change, 0.0)
+                    rt[u] = max(rt[u] + change, 0.0)
+                    old[u] = new[u]
+                    new[u] = 0.0
             v += m
     return total
 
@@ -185,8 +193,9 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
         for r in range(first_run[g], last_run[g]):
             for u in range(old_length[r]):
                 i = old_cell[r] + u
-                theta[i] = max(theta[i] - thawed[i] * old_value[v], 0.0)
-                row_total[row_of[i]] = max(row_total[row_of[i]] - thawed[i] * old_value[v], 0.0)
+                on = 1.0 if thawed.size == 0 else thawed[i]
+                theta[i] = max(theta[i] - on * old_value[v], 0.0)
+                row_total[row_of[i]] = max(row_total[row_of[i]] - on * old_value[v], 0.0)
                 v += 1
                 if mark[i] == 0:  # held before, not written now: keep it listed
                     mark[i] = 1
@@ -208,12 +217,13 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
         for r in range(first_run[g], runs):
             c, n = run_cell[r], run_length[r]
             w = row_of[c]
-            new, kept, th, rt, marks, on = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
-                row_total[w:w + n], mark[c:c + n], thawed[c:c + n]
+            new, kept, th, rt, marks = counts[c:c + n], pool_value[values:values + n], theta[c:c + n], \
+                row_total[w:w + n], mark[c:c + n]
             for u in range(n):
                 kept[u] = new[u]
-                th[u] += on[u] * new[u]
-                rt[u] += on[u] * new[u]
+                on = 1.0 if thawed.size == 0 else thawed[c + u]
+                th[u] += on * new[u]
+                rt[u] += on * new[u]
                 new[u] = 0.0
                 marks[u] = 0
             values += n

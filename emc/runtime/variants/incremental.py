@@ -34,9 +34,11 @@ class Incremental(Variant):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # 1 for the entries the passes update in theta, 0 for featured blocks' (see featured_mstep)
-        self.thawed = np.ones(self.problem.layout.size, np.uint8)
-        for t in self.problem.layout.featured():
+        # 1 for the entries the passes update in theta, 0 for featured blocks' (see featured_mstep);
+        # empty without featured blocks, so the passes keep their plain loops
+        featured = self.problem.layout.featured()
+        self.thawed = np.ones(self.problem.layout.size if featured else 0, np.uint8)
+        for t in featured:
             self.thawed[t.entries] = 0
 
     def start(self, state: FitState) -> None:
@@ -76,6 +78,7 @@ class Incremental(Variant):
             relisted = _empty_runs(len(x["run_cell"]) or 1 << 16, len(x["pool_value"]) or 1 << 16, np.empty)
             fill = np.zeros(2, np.int64)
         total = 0.0
+        featured = p.layout.featured()
         slices = -(-len(order) // self.slice_size(len(order)))
         every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
         for i, (start, blocks) in enumerate(self.slices(order)):
@@ -97,10 +100,10 @@ class Incremental(Variant):
             total += done
             # mid-pass M-steps read the pool, which holds every block's statistics except during a
             # pass that lists the blocks afresh after the first (then some are in the old pool)
-            if (i + 1) % every == 0 and i + 1 < slices and (not listing or state.step == 0):
+            if featured and (i + 1) % every == 0 and i + 1 < slices and (not listing or state.step == 0):
                 pool = relisted if listing else x
                 sums = pool_sums(p.layout.size, pool, fill if listing else None)
-                for t in p.layout.featured():
+                for t in featured:
                     featured_mstep(state, t, sums)
         if listing:
             # views of the used part: checkpoints save no spare room, and no copy (on some machines
