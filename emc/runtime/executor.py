@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from emc.runtime import kernels
+from emc.runtime import kernels, online
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
 from emc.structures.sampling import SEED_SPACE
@@ -57,6 +57,30 @@ class LocalExecutor:
 
     def prepare(self, params: ParamState) -> np.ndarray:
         return self.problem.model.module.prepare(self.problem.meta, params.abi())
+
+    # The online variants' passes (emc/runtime/online.py), fused E-step and update, over this
+    # process's data: offered here so that the variants never reach into the generated module.
+
+    def stepwise_pass(self, params: ParamState, order: np.ndarray, batch_size: int, updates: int, alpha: float,
+                      weights: np.ndarray, buffer: tuple, log_z: np.ndarray) -> tuple[float, int]:
+        """Mini-batches of `order` with stepwise EM's update after each (sum of weighted log Z,
+        updates done so far)."""
+        p = self.problem
+        return online.stepwise_pass(*online.esteps(p.model.module), order, batch_size, updates, alpha, weights, p.ints,
+                                    p.array_bounds, p.meta, params.abi(), p.layout.row_of, buffer, log_z,
+                                    online.RESCALE_BELOW)
+
+    def incremental_pass(self, params: ParamState, examples: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
+                         weights: np.ndarray, thawed: np.ndarray, buffer: tuple, log_z: np.ndarray, pool: tuple,
+                         relisted: tuple | None = None, fill: np.ndarray | None = None):
+        """Incremental EM's pass over `blocks` (their examples: examples[bounds[q]:bounds[q+1]]):
+        a replay of their listed statistics, or with `relisted` and `fill` a listing pass."""
+        p = self.problem
+        common = (*online.esteps(p.model.module), examples, bounds, blocks, weights, p.ints, p.array_bounds, p.meta,
+                  params.abi(), p.layout.row_of, thawed, buffer, log_z, pool)
+        if relisted is None:
+            return online.incremental_replay_pass(*common)
+        return online.incremental_listing_pass(*common, relisted, fill)
 
     def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
         p = self.problem

@@ -96,6 +96,31 @@ def _rescale(theta, row_total, scale):
     scale[0] = 1.0
 
 
+@njit(inline="always")
+def _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below):
+    """Update k of stepwise EM: mu <- (1 - eta_k) mu + eta_k s for the counts s of the touched
+    entries (touched[1:touched[0] + 1]), which are consumed; mu = theta * scale, so only the
+    touched entries are written. theta is rescaled when the scale leaves [rescale_below,
+    1 / rescale_below]."""
+    eta = (k + 2.0) ** (-alpha)
+    scale[0] *= 1.0 - eta
+    step = eta / scale[0]
+    for t in range(1, touched[0] + 1):
+        i = touched[t]
+        add = step * counts[i]
+        theta[i] += add
+        row_total[row_of[i]] += add
+        counts[i] = 0.0
+        mark[i] = 0
+    if scale[0] < rescale_below or scale[0] > 1.0 / rescale_below:
+        _rescale(theta, row_total, scale)
+
+
+def _stepwise_apply(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below):
+    """_stepwise_update for counts an executor elsewhere computed (stepwise EM on a cluster)."""
+    _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below)
+
+
 def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout, meta,
                    params, row_of, buffer, log_z, rescale_below):
     """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far).
@@ -109,19 +134,8 @@ def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, a
         touched[0] = 0
         total += _block_estep(estep, estep_batch, batched, order, start, min(start + batch_size, n), weights, ints,
                               layout, meta, params, derived, buffer, log_z)
-        eta = (k + 2.0) ** (-alpha)
-        scale[0] *= 1.0 - eta
-        step = eta / scale[0]
-        for t in range(1, touched[0] + 1):
-            i = touched[t]
-            add = step * counts[i]
-            theta[i] += add
-            row_total[row_of[i]] += add
-            counts[i] = 0.0
-            mark[i] = 0
+        _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below)
         k += 1
-        if scale[0] < rescale_below or scale[0] > 1.0 / rescale_below:
-            _rescale(theta, row_total, scale)
     return total, k
 
 
@@ -238,6 +252,8 @@ _ESTEPS = (PREPARE_FUNCTION, ESTEP_FUNCTION, ESTEP_BATCH_FUNCTION, types.boolean
 # never compiles or loads them
 _PASSES = {
     "no_estep_batch": (_no_estep_batch, ESTEP_BATCH_SIGNATURE),
+    "stepwise_apply": (_stepwise_apply, types.void(F64, F64, F64, F64, U8, I64, I64, types.int64, types.float64,
+                                                   types.float64)),
     "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64,
         types.float64)),

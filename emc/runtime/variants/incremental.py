@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.state import FitState, check_log_z
-from emc.runtime import online
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants import online_state
 from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
@@ -87,15 +86,13 @@ class Incremental(Variant):
             part = np.concatenate([members[g * m:(g + 1) * m] for g in blocks])
             bounds = np.concatenate([[0], np.cumsum(np.minimum(m, len(members) - blocks * m))]).astype(np.int64)
             log_z = np.empty(len(part))
-            common = (*online.esteps(p.model.module), part, bounds, blocks, self.weights, p.ints, p.array_bounds,
-                      p.meta, state.params.abi())
+            common = (state.params, part, bounds, blocks, self.weights, self.thawed)
             if listing:
-                done, grown = online.incremental_listing_pass(*common, p.layout.row_of, self.thawed, (counts, mark, touched),
-                                                              log_z, _pool(x), _pool(x, relisted), fill)
+                done, grown = self.executor.incremental_pass(*common, (counts, mark, touched), log_z, _pool(x),
+                                                             _pool(x, relisted), fill)
                 relisted = dict(zip(RUN_ARRAYS, grown[3:]))
             else:
-                done = online.incremental_replay_pass(*common, p.layout.row_of, self.thawed, (counts, mark, touched[:0]), log_z,
-                                                      _pool(x))
+                done = self.executor.incremental_pass(*common, (counts, mark, touched[:0]), log_z, _pool(x))
             check_log_z(p, part, log_z)
             total += done
             # mid-pass M-steps read the pool, which holds every block's statistics except during a

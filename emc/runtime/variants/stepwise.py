@@ -56,10 +56,8 @@ class Stepwise(Variant):
         every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
         for i, (_, part) in enumerate(self.slices(order, self.settings.batch_size)):
             log_z = np.empty(len(part))
-            done, updates = online.stepwise_pass(*online.esteps(p.model.module), part,
-                                                 self.settings.batch_size, updates, self.settings.alpha, self.weights,
-                                                 p.ints, p.array_bounds, p.meta, state.params.abi(), p.layout.row_of,
-                                                 buffer, log_z, online.RESCALE_BELOW)
+            done, updates = self.executor.stepwise_pass(state.params, part, self.settings.batch_size, updates,
+                                                        self.settings.alpha, self.weights, buffer, log_z)
             check_log_z(p, part, log_z)
             total += done
             if (i + 1) % every == 0 or i + 1 == slices:
@@ -106,28 +104,25 @@ class Stepwise(Variant):
 
     def step_remote(self, state: FitState) -> dict:
         """The same updates with each mini-batch's E-step on the executor (a Dask cluster): its
-        expected counts come back dense, and the touched entries are their non-zeros."""
+        expected counts come back dense, the touched entries are their non-zeros, and the update is
+        the compiled pass's own (online.stepwise_apply)."""
         p = self.problem
         if p.layout.featured():
             raise EmcError("stepwise EM with featured blocks runs in this process only: drop --workers/--scheduler")
         params = state.params
         order = state.rng.permutation(p.n_examples).astype(np.int64)
         total, k = 0.0, state.extra["updates"]
+        marks = np.zeros(p.layout.size, np.uint8)  # the compiled update clears the marks it reads
         for start in range(0, len(order), self.settings.batch_size):
             batch = order[start:start + self.settings.batch_size]
             result = self.executor.estep(params, batch, SUM, self.weights[batch])
             check_log_z(p, batch, result.log_z)
             total += float(np.dot(self.weights[batch], result.log_z))
-            eta = (k + 2.0) ** -self.settings.alpha
-            params.scale[0] *= 1.0 - eta
-            touched = np.flatnonzero(result.counts)
-            add = eta / params.scale[0] * result.counts[touched]
-            params.theta[touched] += add
-            np.add.at(params.row_total, p.layout.row_of[touched], add)
+            nonzero = np.flatnonzero(result.counts)
+            touched = np.concatenate([[len(nonzero)], nonzero]).astype(np.int64)
+            counts = np.require(result.counts, np.float64, ["C", "W"])  # the update consumes them
+            online.stepwise_apply(params.theta, params.row_total, params.scale, counts, marks, touched,
+                                  p.layout.row_of, k, self.settings.alpha, online.RESCALE_BELOW)
             k += 1
-            if not online.RESCALE_BELOW <= params.scale[0] <= 1.0 / online.RESCALE_BELOW:
-                params.theta *= params.scale[0]
-                params.row_total *= params.scale[0]
-                params.scale[0] = 1.0
         state.extra["updates"] = k
         return {"pass": state.step + 1, "objective": total, "updates": k}
