@@ -125,7 +125,8 @@ def vectors_spec(files: list[str], dimension: int) -> str:
     counts = np.log1p(counts)
     counts /= np.maximum(np.linalg.norm(counts, axis=1, keepdims=True), 1e-12)
     u, singular, _ = np.linalg.svd(counts, full_matrices=False)
-    vectors = u[:, :dimension] * singular[:dimension] * np.sqrt(dimension)  # coordinates of order 1
+    vectors = u[:, :dimension] * singular[:dimension]
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # unit length, as an indicator
     folder = Path(tempfile.mkdtemp(prefix="emc-vectors-"))
     with open(folder / "vectors.txt", "w", encoding="utf-8") as f:
         for w, v in zip(words, vectors):
