@@ -77,18 +77,11 @@ class FeaturedBlock:
     def weight_shape(self) -> tuple[int, ...]:
         return (self.n_features, self.rows)
 
-    def log_z(self, weights: np.ndarray) -> np.ndarray:
-        """log Z(row) over the active outcomes."""
-        scores = np.asarray(self.phi_active @ weights)
-        top = scores.max(axis=0)
-        return top + np.log(np.exp(scores - top).sum(axis=0))
-
     def log_probabilities(self, weights: np.ndarray) -> np.ndarray:
         """log P (outcomes x rows) for weights (features x rows); -inf for inactive outcomes."""
         out = np.full((self.phi.shape[0], self.rows), -np.inf)
         scores = np.asarray(self.phi_active @ weights)
-        top = scores.max(axis=0)
-        out[self.active] = scores - (top + np.log(np.exp(scores - top).sum(axis=0)))
+        out[self.active] = scores - _log_z(scores)
         return out
 
     def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
@@ -218,5 +211,6 @@ def decoding_theta(saved, problem, hapax: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _log_z(scores: np.ndarray) -> np.ndarray:
+    """log sum exp of each column (a row of the block: outcomes x rows)."""
     top = scores.max(axis=0)
     return top + np.log(np.exp(scores - top).sum(axis=0))

@@ -81,6 +81,15 @@ def _dot(a, b):
 
 
 @njit(cache=True)
+def _largest(a):
+    """max |a[i]|, without the temporary np.abs(a) makes."""
+    out = 0.0
+    for i in range(a.size):
+        out = max(out, abs(a[i]))
+    return out
+
+
+@njit(cache=True)
 def _direction(gradient, steps, changes, inverse_curvatures, newest, stored, out):
     """out = -H g by the two-loop recursion over the `stored` newest pairs, H0 = (s.y / y.y) I."""
     memory, size = steps.shape
@@ -119,19 +128,21 @@ def maximize_row(indptr, indices, values, counts, kappa, weights, max_iterations
     stored, newest = 0, -1
     value = _negated(indptr, indices, values, counts, kappa, scale, weights, gradient, scores)
     for _ in range(max_iterations):
-        if np.abs(gradient).max() <= gtol:
+        if _largest(gradient) <= gtol:
             break
         _direction(gradient, steps, changes, inverse_curvatures, newest, stored, direction)
         slope = _dot(gradient, direction)
         if slope >= 0.0:  # stale curvature pairs: restart from steepest descent
             stored = 0
-            direction[:] = -gradient
+            for i in range(size):
+                direction[i] = -gradient[i]
             slope = -_dot(gradient, gradient)
         # the first step has no curvature to scale it: take one of unit length
         step = 1.0 if stored else 1.0 / max(np.sqrt(-slope), 1e-300)
         accepted = False
         for _ in range(MAX_BACKTRACKS):
-            trial[:] = weights + step * direction
+            for i in range(size):
+                trial[i] = weights[i] + step * direction[i]
             trial_value = _negated(indptr, indices, values, counts, kappa, scale, trial, trial_gradient, scores)
             if np.isfinite(trial_value) and trial_value <= value + ARMIJO * step * slope:
                 accepted = True
@@ -143,12 +154,16 @@ def maximize_row(indptr, indices, values, counts, kappa, weights, max_iterations
                 step *= 0.1
         if not accepted:
             break
-        change = trial_gradient - gradient
-        curvature = _dot(trial - weights, change)
-        if curvature > 1e-12 * _dot(change, change):  # keeps the estimate positive definite
+        curvature, change = 0.0, 0.0  # s.y and y.y of the step s and the gradient's change y
+        for i in range(size):
+            y = trial_gradient[i] - gradient[i]
+            curvature += (trial[i] - weights[i]) * y
+            change += y * y
+        if curvature > 1e-12 * change:  # keeps the estimate positive definite
             newest = (newest + 1) % memory
-            steps[newest] = trial - weights
-            changes[newest] = change
+            for i in range(size):
+                steps[newest, i] = trial[i] - weights[i]
+                changes[newest, i] = trial_gradient[i] - gradient[i]
             inverse_curvatures[newest] = 1.0 / curvature
             stored = min(stored + 1, memory)
         decrease = value - trial_value
