@@ -62,6 +62,11 @@ class Variant:
         """The length of the slices `slices` cuts a pass of n examples into."""
         return max(multiple, (n // 50) // multiple * multiple)
 
+    @classmethod
+    def slice_count(cls, n: int, multiple: int = 1) -> int:
+        """How many slices `slices` cuts a pass of n examples into."""
+        return -(-n // cls.slice_size(n, multiple))
+
     def slices(self, order: np.ndarray, multiple: int = 1):
         """The examples of a pass in about 50 slices (a multiple of `multiple` long), reporting
         progress after each; the kernels run slice by slice with identical results."""

@@ -20,8 +20,8 @@ import numpy as np
 
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime.variants.base import Variant
-from emc.runtime.variants import online_state
-from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
+from emc.runtime.variants.online_state import (additive_smoothing, count_buffer, featured_mstep_period, start_mass,
+                                               statistics_state)
 from emc.spec.errors import EmcError
 
 
@@ -62,7 +62,6 @@ class Incremental(Variant):
         for t in layout.featured():
             featured_statistics(state, t)
 
-
     def finished(self, state: FitState) -> bool:
         return state.step >= self.settings.passes
 
@@ -78,8 +77,8 @@ class Incremental(Variant):
             fill = np.zeros(2, np.int64)
         total = 0.0
         featured = p.layout.featured()
-        slices = -(-len(order) // self.slice_size(len(order)))
-        every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
+        slices = self.slice_count(len(order))
+        every = featured_mstep_period(slices)
         for i, (start, blocks) in enumerate(self.slices(order)):
             if listing and start > 0:
                 relisted = _reserve(relisted, fill, start, len(order))
@@ -107,9 +106,9 @@ class Incremental(Variant):
             # first writes to fresh memory cost as much as a replay pass) is made to trim it
             x.update({k: v[:fill[0] if k != "pool_value" else fill[1]] for k, v in relisted.items()})
         x["list_next"] = bool(counts.any())  # a replayed block wrote outside its list: list afresh
-        if p.layout.featured():
+        if featured:
             sums = pool_sums(p.layout.size, x)
-            for t in p.layout.featured():
+            for t in featured:
                 featured_mstep(state, t, sums, drop_pseudo_counts=state.step == 0)
         if state.step == 0:
             self._remove_pseudo_counts(state)

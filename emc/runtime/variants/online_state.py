@@ -17,6 +17,11 @@ from emc.spec.errors import EmcError
 FEATURED_MSTEPS_PER_PASS = 10
 
 
+def featured_mstep_period(slices: int) -> int:
+    """Run the featured M-step after every this many of a pass's slices."""
+    return max(1, round(slices / FEATURED_MSTEPS_PER_PASS))
+
+
 def additive_smoothing(layout: ParamLayout, regularizers: dict[str, Prior], algorithm: str) -> np.ndarray:
     """Per table, the pseudo-count the online M-step adds (its prior's online_pseudo_count,
     which refuses the priors with no closed form to apply lazily)."""

@@ -5,7 +5,7 @@ eta_k s with eta_k = (k + 2)^(-alpha) (--alpha, 0.5 < alpha <= 1). The update is
 Klein section 3.2; emc/runtime/online.py). mu starts as the initial parameters. The objective
 reported per pass is the sum of the examples' log-likelihoods as they were met during the pass.
 A featured block's statistics are kept apart and its gradient M-step runs
-online_state.FEATURED_MSTEPS_PER_PASS times a pass (see _featured_mstep).
+FEATURED_MSTEPS_PER_PASS (online_state.py) times a pass (see _featured_mstep).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime import online
 from emc.runtime.variants.base import Variant
-from emc.runtime.variants import online_state
-from emc.runtime.variants.online_state import additive_smoothing, count_buffer, start_mass, statistics_state
+from emc.runtime.variants.online_state import (additive_smoothing, count_buffer, featured_mstep_period, start_mass,
+                                               statistics_state)
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -51,9 +51,8 @@ class Stepwise(Variant):
         buffer = count_buffer(p.layout)
         total, updates = 0.0, state.extra["updates"]
         folded = updates  # the updates before this one are in the featured blocks' statistics
-        size = self.slice_size(len(order), self.settings.batch_size)
-        slices = -(-len(order) // size)
-        every = max(1, round(slices / online_state.FEATURED_MSTEPS_PER_PASS))
+        slices = self.slice_count(len(order), self.settings.batch_size)
+        every = featured_mstep_period(slices)
         for i, (_, part) in enumerate(self.slices(order, self.settings.batch_size)):
             log_z = np.empty(len(part))
             done, updates = self.executor.stepwise_pass(state.params, part, self.settings.batch_size, updates,
