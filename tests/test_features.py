@@ -3,12 +3,14 @@ gradient M-step against finite differences and against the plain M-step, EM's mo
 E-step over weight-given probabilities against brute force."""
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
 import pytest
 
 import emc.runtime.features as features
+from emc.cli import main
 from emc.io.views import apply_views
 from emc.priors import Prior
 from emc.runtime.fit import fit
@@ -183,8 +185,6 @@ def test_annealed_variants_fit_featured_blocks(tmp_path, algorithm):
 
 
 def fit_saved_run(tmp_path):
-    from emc.cli import main
-
     spec = tmp_path / "f.em"
     spec.write_text(FEATURED)
     data = tmp_path / "train.txt"
@@ -195,7 +195,6 @@ def fit_saved_run(tmp_path):
 
 
 def test_a_saved_featured_model_decodes_unseen_words_from_their_features(tmp_path, capsys):
-    from emc.cli import main
     from emc.runtime.decode import bind_saved
     from emc.runtime.model_dir import load_run
 
@@ -233,8 +232,6 @@ def test_a_saved_featured_model_decodes_unseen_words_from_their_features(tmp_pat
 
 
 def test_info_on_a_run_lists_the_heaviest_features_per_row(tmp_path, capsys):
-    from emc.cli import main
-
     run = fit_saved_run(tmp_path)
     capsys.readouterr()
     assert main(["info", str(run)]) == 0
@@ -398,12 +395,35 @@ def test_a_spec_takes_word_vectors_as_a_feature_and_fits(tmp_path, monkeypatch):
     write_vectors(tmp_path / "vectors.txt", "the 1.0 0.0\ndog -0.5 2.0\ncat -0.4 1.8\nwalked 0.3 -1.0\n")
     text = CHAIN + 'multinomial emit : P(x | z) features(x, x.lower.vectors("vectors.txt")) l2(0.5)\n'
     block = check(parse_text(text)).factors[-1]
-    assert block.features[1] == Feature('x.lower.vectors("vectors.txt")', (("lower", None), ("vectors", "vectors.txt")))
+    vectors = os.path.join(os.getcwd(), "vectors.txt")  # the checked model holds the file's absolute path
+    assert block.features[1] == Feature('x.lower.vectors("vectors.txt")', (("lower", None), ("vectors", vectors)))
     problem = problem_from_lines(tmp_path, text, LINES)
     emit = problem.layout.table("emit")
     assert 'x.lower.vectors("vectors.txt")[1]' in emit.featured.feature_names
     history = objectives(problem)
     assert all(b >= a - 1e-9 * abs(a) for a, b in zip(history, history[1:]))  # batch EM never falls
+
+
+def test_a_saved_model_with_word_vectors_decodes_from_another_directory(tmp_path, monkeypatch, capsys):
+    """The vectors file is named relative to where the fit ran: decoding and `emc info` elsewhere
+    still find it, and an unseen word is scored with its vector."""
+    fitted_in, elsewhere = tmp_path / "fit", tmp_path / "elsewhere"
+    fitted_in.mkdir(), elsewhere.mkdir()
+    write_vectors(fitted_in / "vectors.txt", "the 1.0 0.0\ndog -0.5 2.0\ncat -0.4 1.8\nwalked 0.3 -1.0\n")
+    (fitted_in / "model.em").write_text(CHAIN + 'multinomial emit : P(x | z) features(x, x.vectors("vectors.txt")) l2(0.5)\n')
+    (fitted_in / "train.txt").write_text("".join(line + "\n" for line in LINES))
+    monkeypatch.chdir(fitted_in)
+    assert main(["fit", "model.em", "train.txt", "--iterations", "3", "--out", "run", "--quiet"]) == 0
+    monkeypatch.chdir(elsewhere)
+    (elsewhere / "new.txt").write_text("the dog\n")
+    capsys.readouterr()
+    assert main(["decode", str(fitted_in / "run"), "new.txt"]) == 0
+    assert capsys.readouterr().out.startswith("the/")
+    assert main(["info", str(fitted_in / "run")]) == 0
+    assert 'x.vectors("vectors.txt")[1]' in capsys.readouterr().out
+    (fitted_in / "vectors.txt").unlink()
+    assert main(["decode", str(fitted_in / "run"), "new.txt"]) == 1
+    assert f"no such file of word vectors: 'vectors.txt' ({fitted_in / 'vectors.txt'})" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("options, column, message", [

@@ -3,6 +3,7 @@ the parameters of an uninterrupted run; Ctrl-C saves the model so far and exits 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -97,6 +98,24 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     assert process.returncode == 130, err
     assert "interrupted after" in err and "--resume" in err and "Traceback" not in err
     assert (run / "params.npz").exists() and (run / "run.json").exists()
+
+
+def test_a_fit_resumed_from_another_directory_reads_the_files_where_it_started(tmp_path, monkeypatch, capsys):
+    started, elsewhere = tmp_path / "started", tmp_path / "elsewhere"
+    started.mkdir(), elsewhere.mkdir()
+    (started / "d.txt").write_text("a b c\nb c a\n")
+    (elsewhere / "d.txt").write_text("x y\n")  # the same name, other data: must not be read
+    monkeypatch.chdir(started)
+    assert main(["fit", SPEC, "d.txt", "--states", "2", "--iterations", "4", "--out", "run", "--quiet"]) == 0
+    with np.load(started / "run" / "params.npz") as npz:
+        fitted = npz["theta"]
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["fit", "--resume", str(started / "run")]) == 0
+    assert f"resuming in {started}" in capsys.readouterr().err
+    assert os.getcwd() == str(elsewhere)
+    with np.load(started / "run" / "params.npz") as npz:
+        assert np.array_equal(npz["theta"], fitted)
 
 
 def test_resume_without_checkpoint(tmp_path, capsys):

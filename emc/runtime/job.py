@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -56,6 +57,9 @@ class Job:
     workers: int | None = None  # --workers N: a LocalCluster of N processes
     scheduler: str | None = None  # --scheduler ADDRESS: an existing Dask cluster
     metadata: dict[str, Any] = field(default_factory=dict)
+    # the directory the fit started in: the data, the options' files and the spec's files are
+    # named relative to it, and a resumed fit reads them from there (see `resume`)
+    workdir: str = field(default_factory=os.getcwd)
 
     def fit_settings(self) -> FitSettings:
         return FitSettings.from_json(self.settings)
@@ -64,7 +68,7 @@ class Job:
     def checked(self) -> CheckedModel:
         """The spec parsed and checked with the job's overrides, once (not a field: a checkpoint
         keeps the job's plain data, and a resumed job checks its spec again, once)."""
-        return check(parse_text(self.spec_text, self.spec_path), self.overrides)
+        return check(parse_text(self.spec_text, self.spec_path), self.overrides, self.workdir)
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +88,7 @@ def make_job(spec_path: str, data: list[str], overrides: dict[str, Any], options
     spec = parse_file(spec_path)  # reports an unreadable, non-UTF-8 or malformed spec here
     job = Job(spec.text, str(spec_path), overrides, list(data), _jsonable(options), settings.to_json(), labeled,
               init_run, checkpoint_seconds, workers, scheduler)
-    job.checked = check(spec, overrides)  # the job keeps the spec it parsed, checked
+    job.checked = check(spec, overrides, job.workdir)  # the job keeps the spec it parsed, checked
     return job
 
 
@@ -317,4 +321,27 @@ def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None
     """Continue a checkpointed request as it was started: an ordinary fit from its checkpoint; a
     structure's own fit mode (alignment's two directions, or both jointly) again, each of its fits
     continuing from its own folder's checkpoint, or starting afresh if it had not begun."""
-    run(Job(**load_job(run_dir)), run_dir, observer, say, progress, resuming=True)
+    run_dir = run_dir.resolve()
+    job = Job(**load_job(run_dir))
+    with _working_directory(job.workdir, run_dir, say):
+        run(job, run_dir, observer, say, progress, resuming=True)
+
+
+@contextmanager
+def _working_directory(workdir: str, run_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Run in the directory a fit started in, for as long as it resumes: its data, its options'
+    files and its spec's files are named relative to it, and a same-named file elsewhere must not
+    be read in their place."""
+    here = os.getcwd()
+    if os.path.realpath(workdir) == os.path.realpath(here):
+        yield
+        return
+    if not os.path.isdir(workdir):
+        raise EmcError(f"{run_dir}: the fit started in {workdir}, which is gone: its data and files are named "
+                       f"relative to it")
+    say(f"emc: resuming in {workdir}, where the fit started (its data and files are named relative to it)")
+    os.chdir(workdir)
+    try:
+        yield
+    finally:
+        os.chdir(here)

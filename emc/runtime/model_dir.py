@@ -80,6 +80,7 @@ def run_info(problem: Problem, settings: FitSettings, overrides: dict[str, Any],
         "model": problem.model.name,
         "structure": problem.model.checked.structure.name,
         "spec_path": problem.model.checked.spec.path,
+        "workdir": problem.model.checked.base_dir,  # what the spec's relative file names are relative to
         "overrides": overrides,
         "args": problem.args,
         "labels": problem.labels,
@@ -152,7 +153,7 @@ def load_run(run: str | Path) -> SavedRun:
         overrides = info["overrides"]
     with reading_run_file(run / "spec.em", advice):
         text = (run / "spec.em").read_text(encoding="utf-8")
-    model = Model.from_text(text, str(run / "spec.em"), overrides)
+    model = Model.from_text(text, str(run / "spec.em"), overrides, base_dir=info.get("workdir"))
     with reading_run_file(run / "params.npz", advice), np.load(run / "params.npz") as npz:
         theta = npz["theta"]
         sparse = {key[len("sparse_"):-len("_rows")]: (npz[key], npz[key[:-len("_rows")] + "_outcomes"])

@@ -36,8 +36,9 @@ class Model:
         return Model.from_checked(check(parse_file(path), overrides))
 
     @staticmethod
-    def from_text(text: str, path: str = "<spec>", overrides: dict[str, Any] | None = None) -> "Model":
-        return Model.from_checked(check(parse_text(text, path), overrides))
+    def from_text(text: str, path: str = "<spec>", overrides: dict[str, Any] | None = None,
+                  base_dir: str | None = None) -> "Model":
+        return Model.from_checked(check(parse_text(text, path), overrides, base_dir))
 
     @staticmethod
     def from_checked(checked: CheckedModel) -> "Model":

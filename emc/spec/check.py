@@ -113,6 +113,7 @@ class CheckedModel:
     observed: dict[str, str]  # name -> kind
     factors: list[Factor]
     params: dict[str, float] = field(default_factory=dict)
+    base_dir: str = ""  # where the files the spec names were found (relative paths start there)
 
     @property
     def name(self) -> str:
@@ -130,17 +131,20 @@ class CheckedModel:
         return list(seen.values())
 
 
-def check(spec: ir.Spec, overrides: dict[str, Any] | None = None) -> CheckedModel:
+def check(spec: ir.Spec, overrides: dict[str, Any] | None = None, base_dir: str | None = None) -> CheckedModel:
     """Check a parsed spec. `overrides` replace structure arguments or `param` values by name
-    (the CLI's --states / --set); a bad override is reported like a bad literal."""
-    return _Checker(spec, overrides or {}).run()
+    (the CLI's --states / --set); a bad override is reported like a bad literal. A file the spec
+    names (`x.vectors("file")`) is relative to `base_dir` (default: the working directory; a
+    saved run's is the one it was fitted in), and the checked model holds its absolute path."""
+    return _Checker(spec, overrides or {}, base_dir or os.getcwd()).run()
 
 
 class _Checker:
-    def __init__(self, spec: ir.Spec, overrides: dict[str, Any]):
+    def __init__(self, spec: ir.Spec, overrides: dict[str, Any], base_dir: str):
         self.spec = spec
         self.sink = DiagnosticSink(spec.path, spec.text)
         self.overrides = dict(overrides)
+        self.base_dir = base_dir
         self.params: dict[str, float] = {}
 
     def error(self, pos: ir.Pos, message: str, hint: str | None = None) -> None:
@@ -167,7 +171,7 @@ class _Checker:
             names = [a.name for a in binding.structure.args] + list(self.params)
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
-        return CheckedModel(spec, binding, observed, factors, self.params)
+        return CheckedModel(spec, binding, observed, factors, self.params, self.base_dir)
 
     # --- observed, params, latent ----------------------------------------------------------
     def _observed(self) -> dict[str, str]:
@@ -437,11 +441,13 @@ class _Checker:
                        f"put the views of the word before it, e.g. {path}.lower.{DENSE_VIEW}(\"vectors.txt\")")
         elif not isinstance(step.arg, str):
             self.error(step.pos, f"the view '{DENSE_VIEW}' takes a file name", f"write {example}")
-        elif not os.path.isfile(step.arg):
-            self.error(step.pos, f"no such file of word vectors: '{step.arg}'",
-                       "a path is relative to the directory emc runs in, as a fixed block's file is")
+        elif not os.path.isfile(os.path.join(self.base_dir, step.arg)):
+            where = os.path.abspath(os.path.join(self.base_dir, step.arg))
+            self.error(step.pos, f"no such file of word vectors: '{step.arg}' ({where})",
+                       "a path is relative to the directory emc runs in (a saved model's: the one it was "
+                       "fitted in), as a fixed block's file is")
         else:
-            return step.arg
+            return os.path.abspath(os.path.join(self.base_dir, step.arg))
         return None
 
     def _view_length(self, step: ir.AttrStep, path: str, takes_length: bool) -> int | None | bool:
