@@ -143,7 +143,7 @@ def objectives(problem, **settings) -> list[float]:
 
 
 def test_identity_features_without_penalty_give_the_plain_trace(tmp_path, monkeypatch):
-    monkeypatch.setattr(pair_features, "MAX_ITERATIONS", 2000)
+    monkeypatch.setattr(pair_features, "ROUNDS", 2000)
     plain = objectives(problem_from_lines(tmp_path, PLAIN, LINES))
     featured = objectives(problem_from_lines(tmp_path, IDENTITY, LINES))
     np.testing.assert_allclose(featured, plain, rtol=1e-6)
