@@ -37,8 +37,8 @@ from emc.spec.errors import EmcError
 # ones, each row taking at most ROW_NEWTON Newton steps and the shared weights SHARED_NEWTON; fewer
 # when a turn lowers the loss by less than FTOL relative or every gradient entry per count is
 # below GTOL.
-ROUNDS = 4
-ROW_NEWTON = 3
+ROUNDS = 3
+ROW_NEWTON = 2
 SHARED_NEWTON = 2
 FTOL = 1e-12
 GTOL = 1e-9

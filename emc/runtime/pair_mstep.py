@@ -26,7 +26,7 @@ from numba import njit, prange
 
 ARMIJO = 1e-4          # sufficient decrease: loss(x + a d) <= loss(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the block keeps its weights
-CG_ITERATIONS = 10     # conjugate-gradient iterations per Newton direction of a row
+CG_ITERATIONS = 5      # conjugate-gradient iterations per Newton direction of a row
 CG_TOLERANCE = 0.1     # stop them when the residual is this fraction of the gradient
 
 
@@ -84,15 +84,34 @@ def _row_hessian_times(a, b, indptr, local, total, kappa, probabilities, v, proj
 
 
 @njit(cache=True)
+def _diagonal(a, b, indptr, local, total, kappa, probabilities, out):
+    """An estimate of the Hessian's diagonal, sum over a column's entries of N P (1 - P), plus
+    kappa (exact for identity columns), floored: the conjugate gradients' preconditioner."""
+    out[:] = kappa
+    for e in range(a, b):
+        p = probabilities[e - a]
+        for k in range(indptr[e], indptr[e + 1]):
+            out[local[k]] += total * p * (1.0 - p)
+    floor = 1e-12 * max(out.max(), 1.0)
+    for c in range(out.size):
+        out[c] = max(out[c], floor)
+
+
+@njit(cache=True)
 def _newton_direction(a, b, indptr, local, total, kappa, probabilities, gradient, direction):
-    """direction ~ -H^-1 g by conjugate gradients from 0; steepest descent if the first
-    curvature is not positive (a row whose weights carry no count, without a penalty)."""
+    """direction ~ -H^-1 g by conjugate gradients from 0, preconditioned by the Hessian's
+    diagonal (with identity features it is all of H but a rank-one term, which CG then takes in
+    an iteration or two); steepest descent if the first curvature is not positive (a row whose
+    weights carry no count, without a penalty)."""
     size = gradient.size
-    residual, conjugate = -gradient.copy(), -gradient.copy()
-    product, projected = np.empty(size), np.empty(b - a)
+    diagonal, product, projected = np.empty(size), np.empty(size), np.empty(b - a)
+    _diagonal(a, b, indptr, local, total, kappa, probabilities, diagonal)
+    residual = -gradient
+    preconditioned = residual / diagonal
+    conjugate = preconditioned.copy()
     direction[:] = 0.0
-    rr = np.dot(residual, residual)
-    stop = CG_TOLERANCE * CG_TOLERANCE * rr
+    rz = np.dot(residual, preconditioned)
+    stop = CG_TOLERANCE * CG_TOLERANCE * np.dot(gradient, gradient)
     for i in range(CG_ITERATIONS):
         _row_hessian_times(a, b, indptr, local, total, kappa, probabilities, conjugate, projected, product)
         curvature = np.dot(conjugate, product)
@@ -100,15 +119,16 @@ def _newton_direction(a, b, indptr, local, total, kappa, probabilities, gradient
             if i == 0:
                 direction[:] = -gradient
             return
-        alpha = rr / curvature
+        alpha = rz / curvature
         direction += alpha * conjugate
         residual -= alpha * product
-        new_rr = np.dot(residual, residual)
-        if new_rr <= stop:
+        if np.dot(residual, residual) <= stop:
             return
-        conjugate *= new_rr / rr
-        conjugate += residual
-        rr = new_rr
+        preconditioned[:] = residual / diagonal
+        new_rz = np.dot(residual, preconditioned)
+        conjugate *= new_rz / rz
+        conjugate += preconditioned
+        rz = new_rz
 
 
 @njit(cache=True)
