@@ -4,14 +4,18 @@ block-coordinate ascent: the rows' own weights w_r, then the shared pair weights
 Why not one optimiser over all the weights: the few shared weights tie every row, so the joint
 problem is one vector of ~490k weights on the Hansards, and scipy's L-BFGS-B spent more time in
 its own bookkeeping over that vector (90 ms an iteration) than in the objective; an M-step cost
-about 10 s. Given u, the rows are independent small problems, each solved here by a compiled
-Newton method (conjugate gradients on Hessian-vector products, so a row of thousands of entries
-never forms its Hessian); given w, the k shared weights (3 in the reference specs) take Newton
-steps with their exact k x k Hessian, summed in one compiled pass over the entries.
+4 to 10 s. Given u, the rows are independent small problems, each solved here by a compiled
+Newton method (conjugate gradients on Hessian-vector products, preconditioned by the Hessian's
+diagonal, so a row of thousands of entries never forms its Hessian); given w, the k shared
+weights (3 in the reference specs) take Newton steps with their exact k x k Hessian, summed in
+one compiled pass over the entries. Between the two, PairFeaturedBlock._rebalance moves weight
+between u and the identity weights along the direction that leaves every score unchanged, which
+block-coordinate steps alone follow slowly.
 
-Every step is a backtracking line search that only accepts Armijo's sufficient increase of its
-block's objective, and the objective is the sum of the rows' and the shared part's: the M-step
-never lowers the regularised expected log-likelihood (a generalised EM step).
+Every step is a backtracking line search that only accepts Armijo's sufficient decrease of its
+block's loss (the rebalancing leaves the likelihood and lowers the penalty), and the loss is the
+sum of the rows' and the shared part's: the M-step never lowers the regularised expected
+log-likelihood (a generalised EM step).
 
 Notation, per row r with entries e (row by row in the block): score s_e = x_e . w_r + psi_e . u,
 P_e = softmax over the row, C_e the expected count, N_r = sum_e C_e. The loss minimised is
