@@ -1,8 +1,9 @@
 """Agreement training (Liang, Taskar & Klein 2006): the combined posterior is the product of the
 two directions' link posteriors, checked by hand on one pair and against brute force on random
 pairs, and the agreement E-step's counts are those products (each model keeping its own NULL
-posteriors). The joint fit runs in the shared EM loop: its records are the loop's, its objective
-is both models' MAP objective, and options it cannot honour are refused."""
+posteriors; the word links scaled to one link per target word). The joint fit runs in the shared
+EM loop: its records are the loop's, its objective is both models' MAP objective, and options it
+cannot honour are refused."""
 from __future__ import annotations
 
 import json
@@ -103,7 +104,12 @@ def test_agreement_counts_are_the_product_posteriors(tmp_path, data, seed):
             for i in range(len(e)):
                 expected[index[(int(e_ids[i]), int(f_ids[j]))]] += q[j, i]
             expected[index[(null, int(f_ids[j]))]] += post[0][k][j, len(e)]  # its own NULL posterior
+    # the word links scaled so that, with the NULL links, they count one link per target word
+    words = table.offset + np.flatnonzero(table.entry_rows != null)
+    null_mass = expected[table.offset:table.offset + table.size].sum() - expected[words].sum()
+    expected[words] *= (sum(len(f) for _, f in data) - null_mass) / expected[words].sum()
     np.testing.assert_allclose(counts, expected, rtol=1e-9, atol=1e-12)
+    assert counts.sum() == pytest.approx(sum(len(f) for _, f in data))
 
 
 PAIRS = ["the house ||| la maison", "the blue house ||| la maison bleue", "the flower ||| la fleur",

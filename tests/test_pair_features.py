@@ -1,8 +1,9 @@
 """Featured sparse tables over word pairs (emc/runtime/pair_features.py): the spec surface of pair
-features, which entries they fire on, the gradient of the shared weights against finite
-differences, the E-step over weight-given probabilities against brute force (IBM 1 and the HMM
-aligner), the identity-only block against the plain table's EM trace, EM's monotonicity in the
-regularised objective, and `emc fit` / `emc decode` / `emc info` on the reference specs."""
+features, which entries they fire on, the gradient of the shared weights and the compiled M-step's
+derivatives against finite differences, the E-step over weight-given probabilities against brute
+force (IBM 1 and the HMM aligner), the identity-only block against the plain table's EM trace,
+EM's monotonicity in the regularised objective, and `emc fit` / `emc decode` / `emc info` on the
+reference specs."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import emc.runtime.pair_features as pair_features
+from emc.runtime import pair_mstep
 from conftest import ROOT
 from emc.runtime.fit import fit
 from emc.runtime.params import ParamState
@@ -107,6 +109,55 @@ def test_the_gradient_equals_finite_differences(tmp_path, seed):
     assert np.abs(gradient[shared]).max() > 1e-3  # the shared weights are really in the objective
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_the_compiled_m_steps_derivatives_equal_finite_differences(tmp_path, seed):
+    """The shared weights' gradient and Hessian (one pass over the entries) and a row's
+    Hessian-vector product (its Newton directions) against differences of the value and gradient."""
+    rng = np.random.default_rng(seed)
+    block = block_of(problem_from_lines(tmp_path, IBM1, LINES))
+    counts = rng.gamma(0.8, size=block.design.shape[0])
+    first = block.n_features - len(block.pairs)
+    weights = rng.normal(size=block.n_features)
+    own_scores = block._conjoined @ weights[:first]
+    gradient, hessian, scratch = np.empty(3), np.empty((3, 3)), (np.empty(3), np.empty((3, 3)))
+
+    def shared(u):
+        return pair_mstep.shared_terms(block._entry_ptr, own_scores + block._pair_columns @ u, block._pair_columns,
+                                       counts, *scratch)
+
+    u, eps = weights[first:], 1e-5
+    shared_value = pair_mstep.shared_terms(block._entry_ptr, own_scores + block._pair_columns @ u,
+                                           block._pair_columns, counts, gradient, hessian)
+    assert shared_value == pytest.approx(block.objective(weights, counts)[0] + block.penalty(weights))
+    for i in range(3):
+        step = np.eye(3)[i] * eps
+        assert gradient[i] == pytest.approx((shared(u + step) - shared(u - step)) / (2 * eps), rel=1e-5, abs=1e-7)
+        shared(u + step)
+        plus = scratch[0].copy()
+        shared(u - step)
+        np.testing.assert_allclose(-hessian[i], (plus - scratch[0]) / (2 * eps), rtol=1e-4, atol=1e-6)
+    row = int(np.argmax(np.diff(block._entry_ptr)))  # the row with the most entries
+    a, b = block._entry_ptr[row], block._entry_ptr[row + 1]
+    columns = block._columns[block._column_ptr[row]:block._column_ptr[row + 1]]
+    offsets, total = block._pair_columns @ u, counts[a:b].sum()
+
+    def row_gradient(w):
+        probabilities, out = np.empty(b - a), np.empty(len(w))
+        pair_mstep._row_loss(a, b, block._indptr, block._local, offsets, counts, block.kappa, w, probabilities)
+        pair_mstep._row_gradient(a, b, block._indptr, block._local, counts, total, block.kappa, w, probabilities, out)
+        return out, probabilities
+
+    w = weights[columns]
+    g, probabilities = row_gradient(w)
+    np.testing.assert_allclose(g, -block.objective(weights, counts)[1][columns], rtol=1e-9, atol=1e-9)
+    v = rng.normal(size=len(w))
+    product = np.empty(len(w))
+    pair_mstep._row_hessian_times(a, b, block._indptr, block._local, total, block.kappa, probabilities, v,
+                                  np.empty(b - a), product)
+    numeric = (row_gradient(w + eps * v)[0] - row_gradient(w - eps * v)[0]) / (2 * eps)
+    np.testing.assert_allclose(product, numeric, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_m_step_never_lowers_its_objective_and_normalises_each_row(tmp_path, seed):
     rng = np.random.default_rng(seed)
@@ -143,7 +194,7 @@ def objectives(problem, **settings) -> list[float]:
 
 
 def test_identity_features_without_penalty_give_the_plain_trace(tmp_path, monkeypatch):
-    monkeypatch.setattr(pair_features, "MAX_ITERATIONS", 2000)
+    monkeypatch.setattr(pair_features, "ROUNDS", 2000)
     plain = objectives(problem_from_lines(tmp_path, PLAIN, LINES))
     featured = objectives(problem_from_lines(tmp_path, IDENTITY, LINES))
     np.testing.assert_allclose(featured, plain, rtol=1e-6)
