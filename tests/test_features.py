@@ -3,6 +3,7 @@ gradient M-step against finite differences and against the plain M-step, EM's mo
 E-step over weight-given probabilities against brute force."""
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -192,6 +193,26 @@ def fit_saved_run(tmp_path):
     run = tmp_path / "run"
     assert main(["fit", str(spec), str(data), "--iterations", "4", "--out", str(run)]) == 0
     return run
+
+
+@pytest.mark.parametrize("spec", ["FEATURED", "PLAIN"])
+def test_a_fit_from_a_saved_model_starts_where_it_ended_and_never_falls(tmp_path, spec):
+    """--init RUN: the featured table's weights come from the saved ones (or are fitted to the saved
+    plain table), so the first objective is the saved model's and batch EM goes up from there."""
+    run = fit_saved_run(tmp_path)
+    if spec == "PLAIN":  # a featured fit started from a plain run of the same data
+        (tmp_path / "plain.em").write_text(PLAIN)
+        assert main(["fit", str(tmp_path / "plain.em"), str(tmp_path / "train.txt"), "--iterations", "4",
+                     "--out", str(tmp_path / "plain"), "--quiet"]) == 0
+        run = tmp_path / "plain"
+    again = tmp_path / "again"
+    assert main(["fit", str(tmp_path / "f.em"), str(tmp_path / "train.txt"), "--iterations", "4", "--init", str(run),
+                 "--out", str(again), "--quiet"]) == 0
+    history = [json.loads(line)["objective"] for line in (again / "log.jsonl").read_text().splitlines()]
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(history, history[1:]))
+    if spec == "FEATURED":
+        saved = json.loads((run / "run.json").read_text())["objective"]
+        assert history[0] == pytest.approx(saved, rel=1e-9)
 
 
 def test_a_saved_featured_model_decodes_unseen_words_from_their_features(tmp_path, capsys):

@@ -22,7 +22,7 @@ import numpy as np
 
 from emc.runtime.modes.ibm1 import INITIALIZERS as RUNNING_INITIALIZERS
 from emc.runtime.mstep import maximize
-from emc.runtime.params import ParamState, random_init
+from emc.runtime.params import ParamState, TableLayout, random_init
 from emc.runtime.problem import Problem
 from emc.runtime.variants import VARIANTS
 from emc.spec.errors import EmcError
@@ -82,11 +82,16 @@ def featured_start(layout, params: ParamState) -> ParamState:
     ones, which only raises the objective); without it the table becomes the projection's, so
     either way batch EM's objective never falls from the start."""
     for t in layout.featured():
-        weights = t.featured.initial_weights(t.values(params.theta).copy())
-        params.features[t.name] = weights
-        if t.featured.identity is None:
-            t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
+        table_start(t, params)
     return params
+
+
+def table_start(t: TableLayout, params: ParamState) -> None:
+    """featured_start for one table."""
+    weights = t.featured.initial_weights(t.values(params.theta).copy())
+    params.features[t.name] = weights
+    if t.featured.identity is None:
+        t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
 
 
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:

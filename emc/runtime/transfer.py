@@ -3,14 +3,17 @@
 The new corpus is read with the saved vocabularies extended, so every id the saved model knows
 keeps its meaning and new values come after. Each table's saved block is copied into the new
 table; entries for new values start at the smallest probability of their row; rows are then
-renormalised.
+renormalised. A featured table keeps its saved weights (when fitted with the same features) or gets
+weights fitted to its copied probabilities.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.features import FeaturedBlock
+from emc.runtime.initialize import table_start
 from emc.runtime.model_dir import SavedRun
-from emc.runtime.params import ParamLayout, ParamState, normalize_rows
+from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_rows
 from emc.runtime.problem import Problem
 from emc.spec.errors import EmcError
 
@@ -38,7 +41,40 @@ def transfer_params(saved: SavedRun, problem: Problem) -> ParamState:
         values = np.full(table.size, saved_values.min(initial=1.0))
         values[known] = saved_values[order][found[known]]
         theta[table.entries] = values
-    return ParamState.plain(normalize_rows(theta, layout, layout.learned()), layout)
+    params = ParamState.plain(normalize_rows(theta, layout, layout.learned()), layout)
+    return _featured_weights(saved, layout, params)
+
+
+def _featured_weights(saved: SavedRun, layout: ParamLayout, params: ParamState) -> ParamState:
+    """Each featured table's starting weights. A table the saved model fitted with the same
+    features keeps its weights: the new vocabulary extends the saved one, so the saved features
+    keep their columns, and features first seen in the new data weigh nothing (as at decode time);
+    the table's probabilities then follow from the weights, new words' included. Otherwise (a
+    plain or differently featured saved table, or a sparse pair table, whose entries depend on the
+    data) the weights are fitted to the copied probabilities, as a random start's are. Either way
+    the weights and the probabilities agree: from zero weights, the first (partial) M-step would
+    fall below the start."""
+    for t in layout.featured():
+        weights = _saved_weights(saved, t)
+        if weights is None:
+            table_start(t, params)
+            continue
+        start = np.zeros(t.featured.weight_shape)
+        start[:weights.shape[0]] = weights
+        params.features[t.name] = start
+        t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(start))
+    return params
+
+
+def _saved_weights(saved: SavedRun, t: TableLayout) -> np.ndarray | None:
+    """The saved weights of a featured token table, if they were fitted with the same features."""
+    weights = saved.features.get(t.name)
+    if weights is None or not isinstance(t.featured, FeaturedBlock):
+        return None
+    factor = next(f for f in saved.model.checked.factors if f.table == t.name)
+    same = {f.text for f in factor.features} == {f.text for f in t.featured.features}
+    fits = weights.ndim == 2 and weights.shape[1] == t.rows and weights.shape[0] <= t.featured.n_features
+    return weights if same and fits else None
 
 
 def _saved_sizes(saved: SavedRun) -> dict[str, int]:
