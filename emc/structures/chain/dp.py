@@ -262,6 +262,11 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
     raw = np.zeros((K, K))
     part = np.empty((K, K))
     trans_t = np.ascontiguousarray(trans.T)
+    # batch EM weighs every sequence 1: the edge sums then take the alphas as they are, without
+    # a weighted copy per position (3% of the batched E-step)
+    unweighted = True
+    for b in range(B):
+        unweighted = unweighted and weights[b] == 1.0
     for t in range(T - 1, -1, -1):
         r = start[t]
         going_on = active[t + 1]  # sequences that continue to t + 1 (the others end at t)
@@ -269,10 +274,13 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             r1 = start[t + 1]
             w_next = node[r1:r1 + going_on]
             np.dot(w_next, trans_t, beta[:going_on])
-            for b in range(going_on):
-                for k in range(K):
-                    scratch[b, k] = alpha[r + b, k] * weights[b]
-            np.dot(scratch[:going_on].T, w_next, part)
+            if unweighted:
+                np.dot(alpha[r:r + going_on].T, w_next, part)
+            else:
+                for b in range(going_on):
+                    for k in range(K):
+                        scratch[b, k] = alpha[r + b, k] * weights[b]
+                np.dot(scratch[:going_on].T, w_next, part)
             raw += part
         for b in range(going_on, active[t]):
             for k in range(K):
