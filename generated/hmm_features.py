@@ -113,6 +113,12 @@ def prepare(meta, params):
     return derived
 
 
+# The tables every example writes in full (a learned transition-slot factor's K x K state ->
+# state entries, and almost all of its START and STOP ones): stepwise EM adds them as blocks
+# (emc/runtime/online.py).
+WHOLE_TABLES = (T_TRANS, )
+
+
 @njit(cache=True)
 def _split(derived, K):
     return derived[:K * K].reshape((K, K)), derived[K * K:K * K + K], derived[K * K + K:]
