@@ -187,6 +187,17 @@ def batch_layout(lengths):
 
 
 @njit(cache=True)
+def lone_layout(n):
+    """batch_layout's `start` for a lone sequence of length n: 0, 1, ..., n. The per-sequence
+    glue passes it with b = np.int64(0), so the glue's functions compile once for both callers
+    (np.arange and a literal 0 each cost a third of a second of compiling)."""
+    start = np.empty(n + 1, np.int64)
+    for t in range(n + 1):
+        start[t] = t
+    return start
+
+
+@njit(cache=True)
 def longest_first(lengths, count):
     """The indices q with lengths[q] > 0, longest first (ties in index order): a counting sort, as
     lengths are small; `count` is how many there are."""
@@ -304,7 +315,9 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
 @njit(cache=True, fastmath=FASTMATH)
 def forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale):
     n, K = node.shape
-    alpha[:n, :] = 0.0
+    for t in range(n):  # loops, not a slice: see batch_layout
+        for k in range(K):
+            alpha[t, k] = 0.0
     c = 0.0
     for kk in range(lo[0], hi[0]):
         k = states[kk]
@@ -415,7 +428,9 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
     return log_z
 
 
-@njit(cache=True)
+# Inlined into its callers (the decoders): as a compiled function of its own, each caller would
+# link it and the DPs it calls again, half a second of a cold start's compiling.
+@njit(inline="always")
 def viterbi(node, trans, initial, final, states, lo, hi, path):
     n, K = node.shape
     alpha = np.empty((n, K))
