@@ -37,6 +37,26 @@ NEG_INF = -np.inf
 
 # --- order 1, all states ---------------------------------------------------------------------
 
+@njit(inline="always")
+def _times_then_plus(semiring, a, b, out, K):
+    """out[k] = a[k] * b[k] for k < K, and the (+) of them, in four interleaved partial results:
+    one running total waits on each addition (the batched E-step 2% slower, a sentence's forward
+    pass 5%)."""
+    s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+    k = 0
+    while k + 4 <= K:
+        v0, v1, v2, v3 = a[k] * b[k], a[k + 1] * b[k + 1], a[k + 2] * b[k + 2], a[k + 3] * b[k + 3]
+        out[k], out[k + 1], out[k + 2], out[k + 3] = v0, v1, v2, v3
+        s0, s1 = plus(semiring, s0, v0), plus(semiring, s1, v1)
+        s2, s3 = plus(semiring, s2, v2), plus(semiring, s3, v3)
+        k += 4
+    while k < K:
+        out[k] = a[k] * b[k]
+        s0 = plus(semiring, s0, out[k])
+        k += 1
+    return plus(semiring, plus(semiring, s0, s1), plus(semiring, s2, s3))
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def forward(semiring, node, trans, initial, final, alpha, scale):
     n, K = node.shape
@@ -72,10 +92,7 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
             for k in range(K):
                 acc[k] = plus(semiring, acc[k], a * tj[k])
             j += 1
-        c = 0.0
-        for k in range(K):
-            alpha[t, k] = acc[k] * node[t, k]
-            c = plus(semiring, c, alpha[t, k])
+        c = _times_then_plus(semiring, acc, node[t], alpha[t], K)
         if not c > 0.0:
             return NEG_INF
         scale[t] = c
@@ -248,11 +265,7 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
                 for k in range(K):
                     scratch[b, k] = initial[k]
         for b in range(active[t]):
-            c = 0.0
-            for k in range(K):
-                v = scratch[b, k] * node[r + b, k]
-                alpha[r + b, k] = v
-                c += v
+            c = _times_then_plus(SUM, scratch[b], node[r + b], alpha[r + b], K)
             # an impossible sequence keeps zeros from here on (as `forward` returns -inf)
             i = 0.0
             if c > 0.0:
