@@ -60,17 +60,19 @@ def _emission_into(ex, ints, layout, meta, readers, node, start, b):
             row[k] = score
 
 
-@njit(cache=True)
+# The per-example helpers are inlined into their callers: compiled functions of their own cost
+# the decoder's cold start a second (numba links a callee into each caller and optimises it again).
+@njit(inline="always")
 def _emission_scores(ex, ints, layout, meta, params):
     """node[t, k]: the product of the emission-slot factors at position t in state k."""
     offsets = array(ints, layout, A_OFFSETS)
     n = offsets[ex + 1] - offsets[ex]
     node = np.empty((n, meta[M_STATES]))
-    _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, np.arange(n + 1), 0)
+    _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, dp.lone_layout(n), np.int64(0))
     return node
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _allowed_states(ex, ints, layout, meta):
     """The allowed states per position (empty `states`: all of them)."""
     offsets = array(ints, layout, A_OFFSETS)

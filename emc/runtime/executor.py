@@ -66,8 +66,10 @@ class LocalExecutor:
         """Mini-batches of `order` with stepwise EM's update after each (sum of weighted log Z,
         updates done so far)."""
         p = self.problem
+        whole = online.whole_tables(p.model.module, p.meta)
+        online.mark_whole_tables(buffer[1], whole)
         return online.stepwise_pass(*online.esteps(p.model.module), order, batch_size, updates, alpha, weights, p.ints,
-                                    p.array_bounds, p.meta, params.abi(), p.layout.row_of, buffer, log_z,
+                                    p.array_bounds, p.meta, params.abi(), p.layout.row_of, whole, buffer, log_z,
                                     online.RESCALE_BELOW)
 
     def incremental_pass(self, params: ParamState, examples: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, types
 
 from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
-                             META, PARAMS, PREPARE_FUNCTION)
+                             META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
 from emc.runtime.kernels import compile_on_first_use
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
@@ -96,12 +96,44 @@ def _rescale(theta, row_total, scale):
     scale[0] = 1.0
 
 
+def whole_tables(module, meta: np.ndarray) -> np.ndarray:
+    """The tables a generated module writes in full for every example (its WHOLE_TABLES, say
+    the chain's K x K transitions), as (offset, row offset, rows, outcomes) after one another:
+    stepwise EM updates them as blocks (_add_whole_tables) rather than entry by entry."""
+    tables = getattr(module, "WHOLE_TABLES", ())
+    return np.array([meta[t + TABLE_OFFSET:t + TABLE_OUTCOMES + 1] for t in tables], np.int64).reshape(-1)
+
+
+def mark_whole_tables(mark: np.ndarray, whole: np.ndarray) -> None:
+    """Marks the whole tables' entries as written already, so that the E-step never lists them
+    (a mark stays set: the update does not clear the marks of the tables it adds as blocks)."""
+    for offset, _, rows, outcomes in whole.reshape(-1, 4):
+        mark[offset:offset + rows * outcomes] = 1
+
+
 @njit(inline="always")
-def _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below):
+def _add_whole_tables(theta, row_total, counts, whole, step):
+    """theta += step * counts over the whole tables, consuming the counts: one outcome's rows
+    are adjacent entries (emc/codegen/abi.py), so each outcome is a loop that streams."""
+    for w in range(0, whole.shape[0], 4):
+        offset, row_offset, rows, outcomes = whole[w], whole[w + 1], whole[w + 2], whole[w + 3]
+        totals = row_total[row_offset:row_offset + rows]
+        for o in range(outcomes):
+            first = offset + o * rows
+            th, new = theta[first:first + rows], counts[first:first + rows]
+            for r in range(rows):
+                add = step * new[r]
+                th[r] += add
+                totals[r] += add
+                new[r] = 0.0
+
+
+@njit(inline="always")
+def _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, whole, k, alpha, rescale_below):
     """Update k of stepwise EM: mu <- (1 - eta_k) mu + eta_k s for the counts s of the touched
-    entries (touched[1:touched[0] + 1]), which are consumed; mu = theta * scale, so only the
-    touched entries are written. theta is rescaled when the scale leaves [rescale_below,
-    1 / rescale_below]."""
+    entries (touched[1:touched[0] + 1]) and of the whole tables (see whole_tables), which are
+    consumed; mu = theta * scale, so only those entries are written. theta is rescaled when the
+    scale leaves [rescale_below, 1 / rescale_below]."""
     eta = (k + 2.0) ** (-alpha)
     scale[0] *= 1.0 - eta
     step = eta / scale[0]
@@ -112,19 +144,22 @@ def _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, 
         row_total[row_of[i]] += add
         counts[i] = 0.0
         mark[i] = 0
+    _add_whole_tables(theta, row_total, counts, whole, step)
     if scale[0] < rescale_below or scale[0] > 1.0 / rescale_below:
         _rescale(theta, row_total, scale)
 
 
 def _stepwise_apply(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below):
     """_stepwise_update for counts an executor elsewhere computed (stepwise EM on a cluster)."""
-    _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below)
+    _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, np.empty(0, np.int64), k, alpha,
+                     rescale_below)
 
 
 def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout, meta,
-                   params, row_of, buffer, log_z, rescale_below):
+                   params, row_of, whole, buffer, log_z, rescale_below):
     """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far).
-    theta is rescaled when the scale leaves [rescale_below, 1 / rescale_below]."""
+    The whole tables' entries must be marked (mark_whole_tables). theta is rescaled when the
+    scale leaves [rescale_below, 1 / rescale_below]."""
     theta, row_total, _, _, scale = params
     counts, mark, touched = buffer
     total = 0.0
@@ -134,7 +169,7 @@ def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, a
         touched[0] = 0
         total += _block_estep(estep, estep_batch, batched, order, start, min(start + batch_size, n), weights, ints,
                               layout, meta, params, derived, buffer, log_z)
-        _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, k, alpha, rescale_below)
+        _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, whole, k, alpha, rescale_below)
         k += 1
     return total, k
 
@@ -255,8 +290,8 @@ _PASSES = {
     "stepwise_apply": (_stepwise_apply, types.void(F64, F64, F64, F64, U8, I64, I64, types.int64, types.float64,
                                                    types.float64)),
     "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
-        *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, COUNTS, F64,
-        types.float64)),
+        *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, I64, COUNTS,
+        F64, types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
         *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(

@@ -50,26 +50,31 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
     inv = 1.0 / c
     for k in range(K):
         alpha[0, k] *= inv
+    # alpha[t] before the node scores is summed in an array of its own, which LLVM then knows
+    # overlaps neither alpha[t - 1] nor trans (the forward pass 8% faster on CoNLL-2000)
+    acc = np.empty(K)
     for t in range(1, n):
+        prev = alpha[t - 1]
         for k in range(K):
-            alpha[t, k] = 0.0
-        # four previous states per sweep: a quarter of the loads and stores of alpha[t]
+            acc[k] = 0.0
+        # four previous states per sweep: a quarter of the loads and stores of acc
         j = 0
         while j + 4 <= K:
-            a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
+            a0, a1, a2, a3 = prev[j], prev[j + 1], prev[j + 2], prev[j + 3]
+            t0, t1, t2, t3 = trans[j], trans[j + 1], trans[j + 2], trans[j + 3]
             for k in range(K):
-                pair0 = plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k])
-                pair1 = plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k])
-                alpha[t, k] = plus(semiring, alpha[t, k], plus(semiring, pair0, pair1))
+                pair0 = plus(semiring, a0 * t0[k], a1 * t1[k])
+                pair1 = plus(semiring, a2 * t2[k], a3 * t3[k])
+                acc[k] = plus(semiring, acc[k], plus(semiring, pair0, pair1))
             j += 4
         while j < K:
-            a = alpha[t - 1, j]
+            a, tj = prev[j], trans[j]
             for k in range(K):
-                alpha[t, k] = plus(semiring, alpha[t, k], a * trans[j, k])
+                acc[k] = plus(semiring, acc[k], a * tj[k])
             j += 1
         c = 0.0
         for k in range(K):
-            alpha[t, k] *= node[t, k]
+            alpha[t, k] = acc[k] * node[t, k]
             c = plus(semiring, c, alpha[t, k])
         if not c > 0.0:
             return NEG_INF
@@ -187,6 +192,17 @@ def batch_layout(lengths):
 
 
 @njit(cache=True)
+def lone_layout(n):
+    """batch_layout's `start` for a lone sequence of length n: 0, 1, ..., n. The per-sequence
+    glue passes it with b = np.int64(0), so the glue's functions compile once for both callers
+    (np.arange and a literal 0 each cost a third of a second of compiling)."""
+    start = np.empty(n + 1, np.int64)
+    for t in range(n + 1):
+        start[t] = t
+    return start
+
+
+@njit(cache=True)
 def longest_first(lengths, count):
     """The indices q with lengths[q] > 0, longest first (ties in index order): a counting sort, as
     lengths are small; `count` is how many there are."""
@@ -232,11 +248,26 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
                 for k in range(K):
                     scratch[b, k] = initial[k]
         for b in range(active[t]):
-            c = 0.0
-            for k in range(K):
-                v = scratch[b, k] * node[r + b, k]
-                alpha[r + b, k] = v
-                c += v
+            # c in four interleaved partial sums: one running total waits on each addition (the
+            # batched E-step 3% slower); written out here, as a function costs a cold start 0.4 s
+            row, before, scores = alpha[r + b], scratch[b], node[r + b]
+            c0 = c1 = c2 = c3 = 0.0
+            k = 0
+            while k + 4 <= K:
+                row[k] = before[k] * scores[k]
+                row[k + 1] = before[k + 1] * scores[k + 1]
+                row[k + 2] = before[k + 2] * scores[k + 2]
+                row[k + 3] = before[k + 3] * scores[k + 3]
+                c0 += row[k]
+                c1 += row[k + 1]
+                c2 += row[k + 2]
+                c3 += row[k + 3]
+                k += 4
+            while k < K:
+                row[k] = before[k] * scores[k]
+                c0 += row[k]
+                k += 1
+            c = (c0 + c1) + (c2 + c3)
             # an impossible sequence keeps zeros from here on (as `forward` returns -inf)
             i = 0.0
             if c > 0.0:
@@ -262,6 +293,11 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
     raw = np.zeros((K, K))
     part = np.empty((K, K))
     trans_t = np.ascontiguousarray(trans.T)
+    # batch EM weighs every sequence 1: the edge sums then take the alphas as they are, without
+    # a weighted copy per position (3% of the batched E-step)
+    unweighted = True
+    for b in range(B):
+        unweighted = unweighted and weights[b] == 1.0
     for t in range(T - 1, -1, -1):
         r = start[t]
         going_on = active[t + 1]  # sequences that continue to t + 1 (the others end at t)
@@ -269,10 +305,13 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             r1 = start[t + 1]
             w_next = node[r1:r1 + going_on]
             np.dot(w_next, trans_t, beta[:going_on])
-            for b in range(going_on):
-                for k in range(K):
-                    scratch[b, k] = alpha[r + b, k] * weights[b]
-            np.dot(scratch[:going_on].T, w_next, part)
+            if unweighted:
+                np.dot(alpha[r:r + going_on].T, w_next, part)
+            else:
+                for b in range(going_on):
+                    for k in range(K):
+                        scratch[b, k] = alpha[r + b, k] * weights[b]
+                np.dot(scratch[:going_on].T, w_next, part)
             raw += part
         for b in range(going_on, active[t]):
             for k in range(K):
@@ -296,7 +335,9 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
 @njit(cache=True, fastmath=FASTMATH)
 def forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale):
     n, K = node.shape
-    alpha[:n, :] = 0.0
+    for t in range(n):  # loops, not a slice: see batch_layout
+        for k in range(K):
+            alpha[t, k] = 0.0
     c = 0.0
     for kk in range(lo[0], hi[0]):
         k = states[kk]
@@ -407,7 +448,9 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
     return log_z
 
 
-@njit(cache=True)
+# Inlined into its callers (the decoders): as a compiled function of its own, each caller would
+# link it and the DPs it calls again, half a second of a cold start's compiling.
+@njit(inline="always")
 def viterbi(node, trans, initial, final, states, lo, hi, path):
     n, K = node.shape
     alpha = np.empty((n, K))
