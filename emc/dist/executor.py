@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emc.codegen.render import render
-from emc.runtime.compiled import load_source, module_name
+from emc.runtime.compiled import load_source, module_source
 from emc.runtime.executor import EStepResult, chunk_bounds
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem, bind
@@ -85,8 +84,7 @@ class DaskExecutor:
         self.problem = problem
         self.client = client
         self.threads = 1
-        self.source = render(problem.model.checked)
-        self.name = module_name(problem.model.checked, self.source)
+        self.name, self.source = module_source(problem.model.checked)
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise EmcError("the Dask cluster has no workers")
