@@ -76,18 +76,18 @@ def describe_start(problem: Problem, settings) -> str:
 
 
 def featured_start(layout, params: ParamState) -> ParamState:
-    """Start weights for each featured table from its starting probabilities. With the identity
-    feature they carry the start exactly on the outcomes seen in training, and the table is kept
-    as drawn (as a plain block's: the first M-step moves the mass of unseen outcomes onto seen
-    ones, which only raises the objective); without it the table becomes the projection's, so
-    either way batch EM's objective never falls from the start."""
+    """table_start for every featured table."""
     for t in layout.featured():
         table_start(t, params)
     return params
 
 
 def table_start(t: TableLayout, params: ParamState) -> None:
-    """featured_start for one table."""
+    """Start weights for a featured table from its starting probabilities. With the identity
+    feature they carry the start exactly on the outcomes seen in training, and the table is kept
+    as drawn (as a plain block's: the first M-step moves the mass of unseen outcomes onto seen
+    ones, which only raises the objective); without it the table becomes the projection's, so
+    either way batch EM's objective never falls from the start."""
     weights = t.featured.initial_weights(t.values(params.theta).copy())
     params.features[t.name] = weights
     if t.featured.identity is None:
