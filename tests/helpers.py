@@ -60,14 +60,20 @@ def tiny_problem(tmp_path: Path, spec: Path | str, options: dict | None = None) 
 
 
 def random_params(problem: Problem, rng: np.random.Generator, zeros: float = 0.0) -> ParamState:
-    """Random learned tables (rows normalised), optionally with some entries exactly 0."""
+    """Random learned tables (rows normalised), optionally with some entries exactly 0; a featured
+    table's probabilities come from random feature weights."""
+    layout = problem.layout
     theta = problem.fixed_theta.copy()
-    for t in problem.layout.learned():
+    for t in layout.learned():
         values = rng.gamma(0.7, size=t.size) + 1e-3
         if zeros:
             values[rng.random(t.size) < zeros] = 0.0
         theta[t.entries] = values
-    return ParamState.plain(normalize_rows(theta, problem.layout, problem.layout.learned()), problem.layout)
+    theta = normalize_rows(theta, layout, layout.learned())
+    features = {t.name: rng.normal(size=t.featured.weight_shape) for t in layout.featured()}
+    for t in layout.featured():
+        t.values(theta)[:] = np.exp(t.featured.log_probabilities(features[t.name]))
+    return ParamState.plain(theta, layout, features)
 
 
 Firing = tuple[str, int, int] | float  # (table name, row, outcome), or a constant the structure applies

@@ -20,7 +20,7 @@ from emc.runtime.settings import FitSettings
 from emc.spec.check import Feature, check
 from emc.spec.errors import EmcError, SpecError
 from emc.spec.parse import parse_text
-from helpers import check_against_enumeration, problem_from_lines
+from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import chain_structures
 
 CHAIN = "model f\nobserved x : tokens\nlatent z : chain(x, states=3)\nmultinomial trans : P(z | z.prev)\n"
@@ -149,16 +149,7 @@ def test_the_objective_is_the_log_likelihood_minus_the_penalty(tmp_path):
 
 def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path):
     problem = problem_from_lines(tmp_path, FEATURED, ["A dog walked", "the cat-s 12", "walked"])
-    rng = np.random.default_rng(7)
-    theta = np.zeros(problem.layout.size)
-    trans = problem.layout.table("trans")
-    values = rng.gamma(0.7, size=trans.size) + 1e-3
-    m = values.reshape(trans.outcomes, trans.rows)
-    theta[trans.entries] = (m / m.sum(axis=0)).ravel()
-    emit = problem.layout.table("emit")
-    weights = rng.normal(size=(emit.featured.n_features, emit.rows))
-    emit.matrix(theta)[:] = np.exp(emit.featured.log_probabilities(weights))
-    params = ParamState.plain(theta, problem.layout, {"emit": weights})
+    params = random_params(problem, np.random.default_rng(7))
     for example in range(problem.n_examples):
         check_against_enumeration(problem, params, example, chain_structures(problem, example))
 

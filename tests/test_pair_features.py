@@ -15,7 +15,6 @@ import emc.runtime.pair_features as pair_features
 from emc.runtime import pair_mstep
 from conftest import ROOT
 from emc.runtime.fit import fit
-from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
 from emc.spec.check import PairFeature, check
 from emc.spec.errors import SpecError
@@ -178,12 +177,7 @@ def test_the_m_step_never_lowers_its_objective_and_normalises_each_row(tmp_path,
 def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path, spec, seed):
     data = ["the cat ||| le chat the", "Paris sat ||| paris assis", "a ||| a un"]
     problem = problem_from_lines(tmp_path, spec, data)
-    rng = np.random.default_rng(seed)
-    params = random_params(problem, rng)
-    t = problem.layout.table("trans")
-    weights = rng.normal(size=t.featured.n_features)
-    t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
-    params = ParamState.plain(params.theta, problem.layout, {"trans": weights})
+    params = random_params(problem, np.random.default_rng(seed))
     for example in range(problem.n_examples):
         check_against_enumeration(problem, params, example, alignment_structures(problem, example))
 

@@ -13,7 +13,6 @@ import emc.runtime.features as features
 from conftest import ROOT
 from emc.io.views import apply_views
 from emc.runtime.fit import fit
-from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
 from emc.spec.check import check
 from emc.spec.errors import SpecError
@@ -50,12 +49,7 @@ def test_the_feature_matrix_reads_each_substring(tmp_path):
 @pytest.mark.parametrize("seed", range(4))
 def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path, seed):
     problem = problem_from_lines(tmp_path, FEATURED, ["abcab", "cab", "aab"])
-    rng = np.random.default_rng(seed)
-    params = random_params(problem, rng)
-    t = problem.layout.table("word")
-    weights = rng.normal(size=t.featured.weight_shape)
-    t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
-    params = ParamState.plain(params.theta, problem.layout, {"word": weights})
+    params = random_params(problem, np.random.default_rng(seed))
     for example in range(problem.n_examples):
         check_against_enumeration(problem, params, example, segmentation_structures(problem, example))
 
