@@ -62,11 +62,10 @@ class PairFeaturedBlock:
     def __post_init__(self) -> None:
         if np.any(np.diff(self.entry_rows) < 0):
             raise ValueError(f"table {self.name}: a featured sparse table's entries must be stored row by row")
-        self.design_t = self.design.T.tocsr()
         sizes = np.bincount(self.entry_rows, minlength=self.rows)
         self._filled = sizes > 0
-        self._starts = (np.cumsum(sizes) - sizes)[self._filled]  # where each non-empty row's entries start
-        self._entry_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._entry_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # row r: entries [ptr[r], ptr[r+1])
+        self._starts = self._entry_ptr[:-1][self._filled]  # where each non-empty row's entries start
         first = self.n_features - len(self.pairs)
         self._conjoined = self.design[:, :first].tocsr()
         self._pair_columns = np.ascontiguousarray(self.design[:, first:].toarray())  # entries x pair features
@@ -117,7 +116,7 @@ class PairFeaturedBlock:
         log_p = self.log_probabilities(weights)
         value = float(np.dot(counts, log_p)) - self.penalty(weights)
         residual = counts - np.exp(log_p) * totals[self.entry_rows]
-        gradient = self.design_t @ residual
+        gradient = self.design.T @ residual
         if self.kappa:
             gradient -= self.kappa * weights
         return value, gradient
