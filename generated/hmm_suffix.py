@@ -11,7 +11,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import array, entry, read, read_hoisted, table_reader
+from emc.codegen.abi import add_column, array, entry, read, read_hoisted, table_reader
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -113,21 +113,25 @@ def prepare(meta, params):
     K = meta[M_STATES]
     derived = np.empty(K * K + 2 * K)
     reader_0 = table_reader(params, meta, T_TRANS)
-    for j in range(K + 1):
-        for k in range(K + 1):
-            if j == K and k == K:
-                continue
-            if k == K and meta[M_STOP] == 0:
-                score = 1.0
-            else:
-                score = 1.0
-                score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
-            if j < K and k < K:
-                derived[j * K + k] = score
-            elif j == K:
-                derived[K * K + k] = score
-            else:
-                derived[K * K + K + j] = score
+    # state -> state, then START -> k (j = K), then j -> STOP (k = K): loops without a branch,
+    # which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence)
+    for j in range(K):
+        row = derived[j * K:(j + 1) * K]
+        for k in range(K):
+            score = 1.0
+            score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
+            row[k] = score
+    j = K
+    for k in range(K):
+        score = 1.0
+        score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
+        derived[K * K + k] = score
+    k = K
+    for j in range(K):
+        score = 1.0
+        if meta[M_STOP] != 0:
+            score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
+        derived[K * K + K + j] = score
     return derived
 
 
@@ -156,60 +160,34 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
-    # emission slot: every position and state
+    # emission slot: every position and state (a factor whose row is the state writes K adjacent
+    # entries, one outcome's column: add_column)
     for t in range(n):
         x = x_ids[first + t]
         x_lower_suffix_3 = x_lower_suffix_3_ids[first + t]
         x_shape = x_shape_ids[first + t]
         marg = node_marg[start[t] + b]
-        # a factor whose row is the state writes K adjacent entries (one outcome's column): its
-        # loop reads them as one array rather than computing each entry's index
-        if tracked:
-            cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
-            column, marks = dense[cell:cell + K], mark[cell:cell + K]
-            for k in range(K):
-                p = marg[k] * weight
-                if p != 0.0:
-                    if marks[k] == 0:
-                        marks[k] = 1
-                        listed += 1
-                        touched[listed] = cell + k
-                    column[k] += p
-            cell = entry(meta, T_SUFFIX, 0, x_lower_suffix_3)  # suffix: P(x.lower.suffix(3) | z)
-            column, marks = dense[cell:cell + K], mark[cell:cell + K]
-            for k in range(K):
-                p = marg[k] * weight
-                if p != 0.0:
-                    if marks[k] == 0:
-                        marks[k] = 1
-                        listed += 1
-                        touched[listed] = cell + k
-                    column[k] += p
-            cell = entry(meta, T_SHAPE, 0, x_shape)  # shape: P(x.shape | z)
-            column, marks = dense[cell:cell + K], mark[cell:cell + K]
-            for k in range(K):
-                p = marg[k] * weight
-                if p != 0.0:
-                    if marks[k] == 0:
-                        marks[k] = 1
-                        listed += 1
-                        touched[listed] = cell + k
-                    column[k] += p
-            continue
-        # untracked (batch EM): zeros are added too, so the loops have no branch and vectorise (the
-        # batched E-step 16% faster on CoNLL-2000)
         cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
-        column = dense[cell:cell + K]
-        for k in range(K):
-            column[k] += marg[k] * weight
+        if tracked:
+            listed = add_column(counts, listed, cell, marg, weight)
+        else:
+            column = dense[cell:cell + K]
+            for k in range(K):
+                column[k] += marg[k] * weight
         cell = entry(meta, T_SUFFIX, 0, x_lower_suffix_3)  # suffix: P(x.lower.suffix(3) | z)
-        column = dense[cell:cell + K]
-        for k in range(K):
-            column[k] += marg[k] * weight
+        if tracked:
+            listed = add_column(counts, listed, cell, marg, weight)
+        else:
+            column = dense[cell:cell + K]
+            for k in range(K):
+                column[k] += marg[k] * weight
         cell = entry(meta, T_SHAPE, 0, x_shape)  # shape: P(x.shape | z)
-        column = dense[cell:cell + K]
-        for k in range(K):
-            column[k] += marg[k] * weight
+        if tracked:
+            listed = add_column(counts, listed, cell, marg, weight)
+        else:
+            column = dense[cell:cell + K]
+            for k in range(K):
+                column[k] += marg[k] * weight
     j = K
     for k in range(K):
         p = node_marg[start[0] + b, k] * weight
@@ -247,14 +225,7 @@ def _add_edge_counts(meta, edge_marg, weight, counts):
     # transition slot: state -> state, START -> first state, last state -> STOP; j varies fastest,
     # as the entries of one outcome are adjacent in a table (emc/codegen/abi.py)
     for k in range(K):
-        for j in range(K):
-            # trans: P(z | z.prev)
-            cell = entry(meta, T_TRANS, j, k)
-            if tracked and mark[cell] == 0:
-                mark[cell] = 1
-                listed += 1
-                touched[listed] = cell
-            dense[cell] += edge_marg[j, k] * weight
+        listed = add_column(counts, listed, entry(meta, T_TRANS, 0, k), edge_marg[:, k], weight)  # trans: P(z | z.prev)
     if tracked:
         touched[0] = listed
 

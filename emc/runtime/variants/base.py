@@ -12,6 +12,14 @@ from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
+# An online pass runs slice by slice so that progress can be shown, and each slice is a call into
+# compiled code (its arguments unboxed, its caches cold again): about 0.5 ms, 8% of a stepwise pass
+# on CoNLL-2000 (11k sentences) in 50 slices. Passes of fewer than MAX_SLICES * SLICE_EXAMPLES
+# examples take fewer slices, but never fewer than MIN_SLICES: a featured block's M-step runs at
+# slice ends, FEATURED_MSTEPS_PER_PASS (10) times a pass (emc/runtime/variants/online_state.py).
+SLICE_EXAMPLES = 1000
+MIN_SLICES, MAX_SLICES = 10, 50
+
 
 class Variant:
     name = ""
@@ -59,8 +67,10 @@ class Variant:
 
     @staticmethod
     def slice_size(n: int, multiple: int = 1) -> int:
-        """The length of the slices `slices` cuts a pass of n examples into."""
-        return max(multiple, (n // 50) // multiple * multiple)
+        """The length of the slices `slices` cuts a pass of n examples into: SLICE_EXAMPLES a
+        slice, and between MIN_SLICES and MAX_SLICES slices a pass."""
+        slices = min(MAX_SLICES, max(MIN_SLICES, n // SLICE_EXAMPLES))
+        return max(multiple, (n // slices) // multiple * multiple)
 
     @classmethod
     def slice_count(cls, n: int, multiple: int = 1) -> int:
@@ -68,7 +78,7 @@ class Variant:
         return -(-n // cls.slice_size(n, multiple))
 
     def slices(self, order: np.ndarray, multiple: int = 1):
-        """The examples of a pass in about 50 slices (a multiple of `multiple` long), reporting
+        """The examples of a pass in 10 to 50 slices (a multiple of `multiple` long), reporting
         progress after each; the kernels run slice by slice with identical results."""
         n = len(order)
         size = self.slice_size(n, multiple)
