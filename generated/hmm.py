@@ -87,7 +87,7 @@ def _allowed_states(ex, ints, layout, meta):
             lo[t] = start[first + t]
             hi[t] = start[first + t + 1]
         return states, lo, hi
-    return np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64)
+    return ints[:0], layout[:0], layout[:0]  # empty views: no allocation per example
 
 
 @njit(cache=True)
@@ -205,7 +205,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty((n, K))
-    edge_marg = np.zeros((K, K))
+    edge_marg = np.empty((K, K))
     log_z = dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
@@ -301,7 +301,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
-    edge_marg = np.zeros((K, K))
+    edge_marg = np.empty((K, K))
     log_z = dp.marginals(0, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

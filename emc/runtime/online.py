@@ -137,13 +137,28 @@ def _stepwise_update(theta, row_total, scale, counts, mark, touched, row_of, who
     eta = (k + 2.0) ** (-alpha)
     scale[0] *= 1.0 - eta
     step = eta / scale[0]
-    for t in range(1, touched[0] + 1):
+    t = 1
+    while t <= touched[0]:
         i = touched[t]
-        add = step * counts[i]
-        theta[i] += add
-        row_total[row_of[i]] += add
-        counts[i] = 0.0
-        mark[i] = 0
+        if i >= 0:
+            add = step * counts[i]
+            theta[i] += add
+            row_total[row_of[i]] += add
+            counts[i] = 0.0
+            mark[i] = 0
+            t += 1
+            continue
+        # a run (emc/codegen/abi.py): slices of known length stream
+        c, m = -i - 1, touched[t + 1]
+        w = row_of[c]
+        th, new, rt, marks = theta[c:c + m], counts[c:c + m], row_total[w:w + m], mark[c:c + m]
+        for u in range(m):
+            add = step * new[u]
+            th[u] += add
+            rt[u] += add
+            new[u] = 0.0
+            marks[u] = 0
+        t += 2
     _add_whole_tables(theta, row_total, counts, whole, step)
     if scale[0] < rescale_below or scale[0] > 1.0 / rescale_below:
         _rescale(theta, row_total, scale)
@@ -253,16 +268,23 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
         runs, values = fill[0], fill[1]
         if runs + m > run_cell.shape[0]:
             run_cell, run_length = grow(run_cell, runs + m), grow(run_length, runs + m)
-        if values + m > pool_value.shape[0]:
-            pool_value = grow(pool_value, values + m)
         first_run[g], first_value[g] = runs, values
-        for t in range(1, m + 1):
-            i = touched[t]
-            if t > 1 and i == touched[t - 1] + 1 and row_of[i] == row_of[i - 1] + 1:
-                run_length[runs - 1] += 1
+        t, last, entries = 1, -2, 0
+        while t <= m:
+            i, n = touched[t], 1
+            if i < 0:  # a run (emc/codegen/abi.py)
+                i, n = -i - 1, touched[t + 1]
+                t += 1
+            t += 1
+            if runs > first_run[g] and i == last + 1 and row_of[i] == row_of[last] + 1:
+                run_length[runs - 1] += n
             else:
-                run_cell[runs], run_length[runs] = i, 1
+                run_cell[runs], run_length[runs] = i, n
                 runs += 1
+            last = i + n - 1
+            entries += n
+        if values + entries > pool_value.shape[0]:
+            pool_value = grow(pool_value, values + entries)
         for r in range(first_run[g], runs):
             c, n = run_cell[r], run_length[r]
             w = row_of[c]

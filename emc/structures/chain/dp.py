@@ -72,16 +72,27 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
             for k in range(K):
                 acc[k] = plus(semiring, acc[k], a * tj[k])
             j += 1
-        c = 0.0
-        for k in range(K):
-            alpha[t, k] = acc[k] * node[t, k]
-            c = plus(semiring, c, alpha[t, k])
+        # the scale in four partial sums: one running sum is a chain of K dependent additions
+        c0, c1, c2, c3 = 0.0, 0.0, 0.0, 0.0
+        row, scores = alpha[t], node[t]
+        k = 0
+        while k + 4 <= K:
+            row[k], row[k + 1] = acc[k] * scores[k], acc[k + 1] * scores[k + 1]
+            row[k + 2], row[k + 3] = acc[k + 2] * scores[k + 2], acc[k + 3] * scores[k + 3]
+            c0, c1 = plus(semiring, c0, row[k]), plus(semiring, c1, row[k + 1])
+            c2, c3 = plus(semiring, c2, row[k + 2]), plus(semiring, c3, row[k + 3])
+            k += 4
+        while k < K:
+            row[k] = acc[k] * scores[k]
+            c0 = plus(semiring, c0, row[k])
+            k += 1
+        c = plus(semiring, plus(semiring, c0, c1), plus(semiring, c2, c3))
         if not c > 0.0:
             return NEG_INF
         scale[t] = c
         inv = 1.0 / c
         for k in range(K):
-            alpha[t, k] *= inv
+            row[k] *= inv
     c_end = 0.0
     for k in range(K):
         c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
@@ -402,9 +413,9 @@ def backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge
 @njit(cache=True)
 def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg):
     """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[j, k] =
-    E[#(j -> k)] under sum (edge_marg must hold zeros); the 0/1 indicators of the best path
-    under max. Returns log Z (or the log best score). `states` empty means every state is
-    allowed everywhere."""
+    E[#(j -> k)] under sum (both overwritten: a caller need not clear them); the 0/1 indicators
+    of the best path under max. Returns log Z (or the log best score). `states` empty means
+    every state is allowed everywhere."""
     n, K = node.shape
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
@@ -415,6 +426,8 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
     else:
         log_z = forward(forward_semiring, node, trans, initial, final, alpha, scale)
     node_marg[:, :] = 0.0
+    if log_z == NEG_INF or log_z != log_z or semiring == MAX or is_sampling(semiring) or pruned:
+        edge_marg[:, :] = 0.0  # these add into it; the dense sum instance below writes it whole
     if log_z == NEG_INF or log_z != log_z:
         return log_z
     if semiring == MAX or is_sampling(semiring):
