@@ -4,7 +4,8 @@ Both keep the sufficient statistics mu in the lazy parameter form of emc/codegen
     mu = scale * theta,   row_total[r] = sum of theta over row r,
 and the E-step reads the smoothed, normalised mu directly, so no M-step ever touches the whole
 table. A mini-batch's E-step marks the entries it writes (`touched`; generated code writes counts of
-learned tables only); the update visits only those.
+learned tables only; a column written whole is listed as one run, emc/codegen/abi.py); the update
+visits only those.
 
 stepwise (Sato & Ishii 2000; Cappe & Moulines 2009): mu <- (1 - eta_k) mu + eta_k s, with
 eta_k = (k + 2)^(-alpha). Scaling every entry by (1 - eta_k) is a change of `scale`, and adding
