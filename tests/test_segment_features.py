@@ -85,3 +85,47 @@ def test_fit_decode_and_info_on_the_featured_segmenter(tmp_path, capsys):
     assert "block word:" in out and "l2(1)" in out
     (row,) = [line for line in out.splitlines() if line.startswith("  row ")]
     assert "s.word" in row and row.count(" +") + row.count(" -") == 8
+
+
+def test_a_saved_featured_segmenter_scores_runs_never_seen_in_training_from_their_features(tmp_path):
+    """Decoding new text: a run never seen in training keeps its own substring id and gets
+    exp(w . f(run)) / Z from the weights of its features seen in training (its length, its first
+    and last symbols), not `<unk>`'s probability; the plain segmenter keeps `<unk>`."""
+    from emc.cli import main
+    from emc.runtime.decode import bind_saved
+    from emc.runtime.model_dir import load_run
+
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(LINES) + "\n")
+    spec = tmp_path / "featured.em"
+    spec.write_text(FEATURED)
+    run = tmp_path / "run"
+    assert main(["fit", str(spec), str(data), "--init", "random", "--iterations", "3", "--out", str(run)]) == 0
+    saved = load_run(run)
+    new = tmp_path / "new.txt"
+    new.write_text("abcc\nccc\n")  # ccc, bcc, abc...: runs of seen symbols, some never seen as runs
+    problem, params = bind_saved(saved, str(new), {})
+    word = problem.layout.table("word")
+    vocab = problem.vocabs[word.outcome_spaces[0]]
+    trained = saved.info["vocab_sizes"][word.outcome_spaces[0]]
+    new_runs = [run for run in ("ccc", "bcc", "abcc") if vocab.index.get(run, 0) >= trained]
+    assert new_runs and all(run in vocab.index for run in new_runs)
+    table = word.matrix(params.weights(problem.layout))[:, 0]
+    block, weights = word.featured, saved.features["word"][:, 0]
+    scores = block.phi[:trained, :len(weights)][block.active[:trained]] @ weights
+    log_z = np.log(np.exp(scores).sum())
+    columns = {name: i for i, name in enumerate(block.feature_names)}
+    for text in new_runs:
+        keys = [f"{f.text}={apply_views(text, f.views)}" for f in block.features]
+        seen = [columns[k] for k in keys if columns.get(k, len(weights)) < len(weights)]
+        assert seen and len(seen) < len(keys)  # the run itself is new; its length or ends are not
+        np.testing.assert_allclose(table[vocab.index[text]], np.exp(weights[seen].sum() - log_z), rtol=1e-10)
+    assert len({round(float(table[vocab.index[t]]), 15) for t in new_runs}) == len(new_runs)  # not one <unk>
+
+    plain_spec = tmp_path / "plain.em"
+    plain_spec.write_text(PLAIN)
+    plain = tmp_path / "plain"
+    assert main(["fit", str(plain_spec), str(data), "--iterations", "2", "--out", str(plain)]) == 0
+    plain_saved = load_run(plain)
+    problem, _ = bind_saved(plain_saved, str(new), {})
+    assert problem.sizes[word.outcome_spaces[0]] == plain_saved.info["vocab_sizes"][word.outcome_spaces[0]]

@@ -16,7 +16,7 @@ import numpy as np
 
 from emc.io.readers import Lines
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.features import decoding_theta, unseen_word_spaces
+from emc.runtime.features import decoding_theta, growing_spaces
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
@@ -51,13 +51,15 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     merged.update({k: v for k, v in options.items() if v is not None})
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()}
     corpus = model.read(data, merged, vocabs)
-    trained, unseen = saved.trained, unseen_word_spaces(model.checked, saved.info["vocab_sizes"], vocabs,
-                                                                  frozenset(saved.sparse))
-    if unseen:  # featured blocks score words never seen in training from their features
-        trained = dict(trained, vocab_sizes={**trained["vocab_sizes"], **unseen})
+    # featured blocks score values never seen in training from their features: words read now keep
+    # their ids, and so do a segmentation's new substrings when the data is packed (bind)
+    growing = growing_spaces(model.checked, vocabs, frozenset(saved.sparse))
+    trained_sizes = saved.info["vocab_sizes"]
+    read = {space: len(vocabs[space]) for space in growing if len(vocabs[space]) > trained_sizes.get(space, 0)}
+    trained = dict(saved.trained, vocab_sizes={**saved.trained["vocab_sizes"], **read}, growing=growing)
     problem = bind(model, corpus, vocabs, merged, trained=trained)
     hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
-    if unseen:
+    if any(problem.sizes[space] > trained_sizes.get(space, 0) for space in growing):
         return problem, ParamState.plain(decoding_theta(saved, problem, hapax), problem.layout, saved.features)
     return problem, ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
 

@@ -161,24 +161,22 @@ def feature_values(feature: Feature, value: str) -> list[tuple[str, float]]:
 # --- decoding: words never seen in training ---------------------------------------------------
 
 
-def unseen_word_spaces(checked, trained_sizes: dict[str, int], vocabs: dict,
-                       sparse_tables: frozenset[str] = frozenset()) -> dict[str, int]:
-    """The outcome spaces of featured blocks that the data being decoded extends with new words,
-    with their grown sizes: those words keep their own ids (instead of `<unk>`) so their features
-    can score them. Only a space every table reads as its one outcome qualifies (the tables over
-    it then just grow by outcomes); otherwise new words stay `<unk>`. A sparse table
-    (`sparse_tables`) keeps its trained entries, so its new words stay `<unk>` too."""
-    out = {}
+def growing_spaces(checked, vocabs: dict, sparse_tables: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The outcome spaces of featured blocks that data being decoded may extend with new values
+    (words read from the file, or a segmentation's substrings when it is packed): those keep their
+    own ids, instead of `<unk>`, so their features can score them. Only a space every table reads
+    as its one outcome qualifies (the tables over it then just grow by outcomes); otherwise new
+    values stay `<unk>`. A sparse table (`sparse_tables`) keeps its trained entries, so its new
+    words stay `<unk>` too."""
+    out = set()
     for factor in checked.tables():
         if not factor.features or factor.table in sparse_tables:
             continue
         space = factor.outcome_spaces[0]
         users = [f for f in checked.tables() if space in f.outcome_spaces + f.context_spaces]
-        if any(f.outcome_spaces != (space,) for f in users) or space not in vocabs:
-            continue
-        if len(vocabs[space]) > trained_sizes.get(space, 0):
-            out[space] = len(vocabs[space])
-    return out
+        if space in vocabs and all(f.outcome_spaces == (space,) for f in users):
+            out.add(space)
+    return frozenset(out)
 
 
 def decoding_theta(saved, problem, hapax: dict[str, np.ndarray]) -> np.ndarray:

@@ -57,12 +57,16 @@ class Model:
 
 
 class Frozen(dict):
-    """At decode time: the trained vocabulary sizes (a dict, space -> size), and the entries of the
-    trained sparse tables (`sparse`: table -> (rows, outcomes)), which packing must map data onto."""
+    """At decode time: the trained vocabulary sizes (a dict, space -> size), the entries of the
+    trained sparse tables (`sparse`: table -> (rows, outcomes)), which packing must map data onto,
+    and the spaces whose new values keep their ids (`growing`: a featured block scores them,
+    emc/runtime/features.py) where packing would make them `<unk>`."""
 
-    def __init__(self, sizes: dict[str, int], sparse: dict[str, tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, sizes: dict[str, int], sparse: dict[str, tuple[np.ndarray, np.ndarray]],
+                 growing: frozenset[str] = frozenset()):
         super().__init__(sizes)
         self.sparse = sparse
+        self.growing = growing
 
 
 @dataclass
@@ -128,11 +132,13 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     else:
         args, labels, vocab_sizes = trained["args"], trained["labels"], trained["vocab_sizes"]
         _freeze(checked, corpus, views, vocab_sizes)
-    frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}))
+    frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}), trained.get("growing", frozenset()))
     packed = data.pack(checked, corpus, args, labels, options, vocabs, frozen)
     structural, sparse = packed if isinstance(packed, tuple) else (packed, {})
     if trained is None:
         vocab_sizes = {name: len(v) for name, v in vocabs.items()}
+    else:  # a space packing may grow (a segmentation's substrings) keeps the values it added
+        vocab_sizes = {**vocab_sizes, **{space: len(vocabs[space]) for space in frozen.growing}}
     sizes = dict(vocab_sizes)
     sizes.update(data.space_sizes(checked, args))
     layout = ParamLayout.build(checked, sizes, sparse)

@@ -8,7 +8,9 @@ Decoding prints each utterance with its words separated by single spaces.
 
 The words a segment can be are every run of at most `maxlen` symbols inside an utterance (the
 `substrings` vocabulary, id 0 `<unk>`); decoding new data maps runs never seen in training to
-`<unk>`, whose probability is that of the runs seen once in training (emc/io/vocab.py).
+`<unk>`, whose probability is that of the runs seen once in training (emc/io/vocab.py), unless the
+word block is featured: a new run then keeps its own id and is scored from its features
+(emc/runtime/features.py, growing_spaces).
 """
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     """offsets, and the word id of every (position, length) segment (see codegen.arrays). The
     substring vocabulary grows with the corpus's runs; at fit time its counts are the runs'
     occurrences (for the hapax estimate of `<unk>`), at decode time runs the trained model has not
-    seen become `<unk>`."""
+    seen become `<unk>`, unless a featured word block scores them (Frozen.growing)."""
     if corpus.labeled_mask is not None and corpus.labeled_mask.any():
         raise DataError(corpus.path, None, "the segmentation structure does not take labeled examples (--labeled) "
                                            "yet: give the data alone, with --gold-spaces or --gold to score it")
@@ -113,7 +115,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     words = word_ids(field.ids, field.offsets, field.vocab.values, args["maxlen"], vocab)
     if frozen is None:
         vocab.count(words[words != NO_RUN])
-    else:
+    elif SUBSTRINGS not in frozen.growing:  # a featured word block scores new runs instead
         words[words >= frozen.get(SUBSTRINGS, 0)] = 0
     return {"offsets": field.offsets.astype(np.int32), "words": words}
 
