@@ -55,8 +55,8 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     # their ids, and so do a segmentation's new substrings when the data is packed (bind)
     growing = growing_spaces(model.checked, vocabs, frozenset(saved.sparse))
     trained_sizes = saved.info["vocab_sizes"]
-    read = {space: len(vocabs[space]) for space in growing if len(vocabs[space]) > trained_sizes.get(space, 0)}
-    trained = dict(saved.trained, vocab_sizes={**saved.trained["vocab_sizes"], **read}, growing=growing)
+    read_sizes = {space: len(vocabs[space]) for space in growing if len(vocabs[space]) > trained_sizes.get(space, 0)}
+    trained = dict(saved.trained, vocab_sizes={**saved.trained["vocab_sizes"], **read_sizes}, growing=growing)
     problem = bind(model, corpus, vocabs, merged, trained=trained)
     hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
     if any(problem.sizes[space] > trained_sizes.get(space, 0) for space in growing):
