@@ -425,9 +425,12 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
         log_z = forward_pruned(forward_semiring, node, trans, initial, final, states, lo, hi, alpha, scale)
     else:
         log_z = forward(forward_semiring, node, trans, initial, final, alpha, scale)
-    node_marg[:, :] = 0.0
+    # the paths below add into the marginals; the sum instances' backward passes write them whole
+    # (pruned: all but the edge sums)
+    if log_z == NEG_INF or log_z != log_z or semiring == MAX or is_sampling(semiring):
+        node_marg[:, :] = 0.0
     if log_z == NEG_INF or log_z != log_z or semiring == MAX or is_sampling(semiring) or pruned:
-        edge_marg[:, :] = 0.0  # these add into it; the dense sum instance below writes it whole
+        edge_marg[:, :] = 0.0
     if log_z == NEG_INF or log_z != log_z:
         return log_z
     if semiring == MAX or is_sampling(semiring):
