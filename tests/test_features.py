@@ -91,6 +91,33 @@ def test_the_gradient_equals_finite_differences(seed):
         assert gradient[i, r] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_formula(seed):
+    """loglinear.feature_rows keeps most outcomes' features in rows of one width and spills the
+    rest (outcomes with many entries, as word vectors for some words only give): the objective and
+    its gradient over that form equal the formula over the dense matrix."""
+    import scipy.sparse
+
+    from emc.runtime.loglinear import feature_rows, objective
+
+    rng = np.random.default_rng(seed)
+    outcomes, n_features, rows = 30, 12, 3
+    dense = rng.normal(size=(outcomes, n_features)) * (rng.random((outcomes, n_features)) < 0.2)
+    dense[rng.choice(outcomes, 3, replace=False)] = rng.normal(size=(3, n_features))  # a few full rows spill
+    matrix = scipy.sparse.csr_matrix(dense)
+    fixed_indices, _, spill_ptr, _, _ = packed = feature_rows(matrix.indptr, matrix.indices, matrix.data)
+    assert spill_ptr[-1] > 0 and fixed_indices.shape[1] < n_features  # both parts are exercised
+    counts, weights, kappa = rng.gamma(0.8, size=(rows, outcomes)), rng.normal(size=(rows, n_features)), 0.7
+    gradient = np.empty_like(weights)
+    value = objective(packed, counts, kappa, weights, gradient)
+    scores = weights @ dense.T
+    log_p = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    expected = (counts * log_p).sum() - 0.5 * kappa * (weights ** 2).sum()
+    expected_gradient = (counts - np.exp(log_p) * counts.sum(axis=1, keepdims=True)) @ dense - kappa * weights
+    assert value == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_m_step_never_lowers_its_objective(seed):
     rng = np.random.default_rng(seed)
