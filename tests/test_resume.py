@@ -142,3 +142,36 @@ def test_a_closed_stderr_does_not_lose_the_fit(tmp_path):
     process.stderr.close()
     assert process.wait(timeout=300) == 0
     assert (run / "params.npz").exists()
+
+
+@pytest.mark.parametrize("writer", ["checkpoint", "file"])
+def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypatch, writer):
+    """Ctrl-C landing inside a checkpoint's (or any run file's) write is held back until the file is
+    whole and renamed, then raised: no temporary file is left, and no half-made zip file (its
+    __del__ printed a traceback after an interrupted fit had been saved)."""
+    from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
+    from emc.runtime.model_dir import atomic_write
+    from emc.runtime.params import ParamState
+    from emc.runtime.state import FitState
+
+    real_fsync = os.fsync
+
+    def interrupted_fsync(fd):  # Ctrl-C arrives in the middle of the write
+        os.kill(os.getpid(), signal.SIGINT)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the suite ignores it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if writer == "checkpoint":
+                params = ParamState(np.arange(3.0), np.ones(1), np.zeros(1), np.zeros(1), np.ones(1))
+                save_checkpoint(tmp_path, FitState(params, np.random.default_rng(0), step=4), {"spec": "x"})
+            else:
+                atomic_write(tmp_path / "run.json", "{}")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["checkpoint.npz"] if writer == "checkpoint" else ["run.json"])
+    if writer == "checkpoint":
+        job, state = load_checkpoint(tmp_path)
+        assert job == {"spec": "x"} and state.step == 4 and np.array_equal(state.params.theta, np.arange(3.0))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from emc.runtime.state import FitState
-from emc.runtime.model_dir import reading_run_file
+from emc.runtime.model_dir import ctrl_c_deferred, reading_run_file
 from emc.runtime.params import ParamState
 from emc.spec.errors import EmcError
 
@@ -48,12 +48,13 @@ def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
     run.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=run, prefix=".checkpoint.", suffix=".npz")
-    with os.fdopen(fd, "wb") as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, run / NAME)
+    with ctrl_c_deferred():
+        fd, tmp = tempfile.mkstemp(dir=run, prefix=".checkpoint.", suffix=".npz")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, run / NAME)
 
 
 def _checkpoint_path(run: Path) -> Path:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
+import threading
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,14 +34,35 @@ from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
 
 
+@contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back while a file is written, then delivered: the file is written whole
+    and renamed, no temporary file is left behind, and no half-made zip file is left for the
+    garbage collector (a Ctrl-C inside ZipFile's constructor made its __del__ print a traceback
+    after the fit had been saved). Only the main thread sets signal handlers; elsewhere the block
+    runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received and callable(previous):
+        previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with ctrl_c_deferred():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
 
 def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
@@ -52,11 +75,12 @@ def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
             tables[f"table_{t.name}"] = theta[t.entries]
         else:
             tables[f"table_{t.name}"] = t.matrix(theta)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
-    os.close(fd)
     tables.update({f"features_{name}": weights for name, weights in params.features.items()})
-    np.savez(tmp, theta=theta, **tables)
-    os.replace(tmp, path)
+    with ctrl_c_deferred():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
+        os.close(fd)
+        np.savez(tmp, theta=theta, **tables)
+        os.replace(tmp, path)
 
 
 def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
