@@ -225,6 +225,25 @@ def maximize_rows(features, counts, kappa, weights, max_iterations, memory, gtol
 
 
 @njit(cache=True)
+def log_probabilities(features, weights, out):
+    """out[v, r] = log P(v | r): each row's softmax over outcomes v, in logs, for weights (rows x
+    features)."""
+    outcomes = out.shape[0]
+    scores = np.empty(outcomes)
+    for r in range(weights.shape[0]):
+        top = -np.inf
+        for v in range(outcomes):
+            scores[v] = _score(features, weights[r], v)
+            top = max(top, scores[v])
+        mass = 0.0
+        for v in range(outcomes):
+            mass += np.exp(scores[v] - top)
+        log_z = top + np.log(mass)
+        for v in range(outcomes):
+            out[v, r] = scores[v] - log_z
+
+
+@njit(cache=True)
 def objective(features, counts, kappa, weights, gradient):
     """The sum of row_objective over rows (counts: rows x outcomes, weights and gradient:
     rows x features)."""
