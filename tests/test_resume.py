@@ -150,7 +150,7 @@ def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypat
     whole and renamed, then raised: no temporary file is left, and no half-made zip file (its
     __del__ printed a traceback after an interrupted fit had been saved)."""
     from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
-    from emc.runtime.model_dir import atomic_write
+    from emc.io.atomic import atomic_write
     from emc.runtime.params import ParamState
     from emc.runtime.state import FitState
 
@@ -171,7 +171,20 @@ def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypat
                 atomic_write(tmp_path / "run.json", "{}")
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert sorted(p.name for p in tmp_path.iterdir()) == (["checkpoint.npz"] if writer == "checkpoint" else ["run.json"])
+    written = "checkpoint.npz" if writer == "checkpoint" else "run.json"
+    assert [p.name for p in tmp_path.iterdir()] == [written]
     if writer == "checkpoint":
         job, state = load_checkpoint(tmp_path)
         assert job == {"spec": "x"} and state.step == 4 and np.array_equal(state.params.theta, np.arange(3.0))
+
+
+def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    from emc.io.atomic import atomic_file
+
+    target = tmp_path / "params.npz"
+    target.write_bytes(b"old")
+    with pytest.raises(OSError, match="disk full"):
+        with atomic_file(target) as f:
+            f.write(b"half of the new")
+            raise OSError("disk full")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["params.npz"]

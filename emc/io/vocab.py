@@ -61,8 +61,9 @@ class Vocabulary:
         return Vocabulary(data["values"], data["counts"])
 
 
-def save_vocabularies(vocabs: dict[str, Vocabulary], path: Path) -> None:
-    path.write_text(json.dumps({name: v.to_json() for name, v in vocabs.items()}, ensure_ascii=False))
+def vocabularies_json(vocabs: dict[str, Vocabulary]) -> str:
+    """vocab.json's text (load_vocabularies reads it back)."""
+    return json.dumps({name: v.to_json() for name, v in vocabs.items()}, ensure_ascii=False)
 
 
 def load_vocabularies(path: Path) -> dict[str, Vocabulary]:

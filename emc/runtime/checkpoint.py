@@ -10,16 +10,15 @@ needed to rebuild the problem. It is written to a temporary name and renamed, so
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from emc.io.atomic import atomic_file
 from emc.runtime.state import FitState
-from emc.runtime.model_dir import ctrl_c_deferred, reading_run_file
+from emc.runtime.model_dir import reading_run_file
 from emc.runtime.params import ParamState
 from emc.spec.errors import EmcError
 
@@ -47,14 +46,8 @@ def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
         "saved_at": time.time(),
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
-    run.mkdir(parents=True, exist_ok=True)
-    with ctrl_c_deferred():
-        fd, tmp = tempfile.mkstemp(dir=run, prefix=".checkpoint.", suffix=".npz")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, run / NAME)
+    with atomic_file(run / NAME) as f:
+        np.savez(f, **arrays)
 
 
 def _checkpoint_path(run: Path) -> Path:

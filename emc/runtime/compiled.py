@@ -3,8 +3,8 @@
 The module's source is rendered from the spec and written to a cache directory under a name that
 hashes the source (all but the line naming the spec) together with the emc code it is compiled
 against (the DPs and the ABI), then imported from there; numba's `cache=True` keeps the machine
-code beside it, so a second run of the same model starts without compiling. The cache is `$EMC_CACHE_DIR`, else `$XDG_CACHE_HOME/emc`,
-else `~/.cache/emc`.
+code beside it, so a second run of the same model starts without compiling. The cache is
+`$EMC_CACHE_DIR`, else `$XDG_CACHE_HOME/emc`, else `~/.cache/emc`.
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import importlib.util
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
 from emc.version import __version__
 from emc.codegen.render import render
+from emc.io.atomic import atomic_write
 from emc.spec.check import CheckedModel
 
 
@@ -70,11 +70,7 @@ def load_source(name: str, source: str) -> ModuleType:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != source:
-        # write-then-rename: concurrent processes never import a half-written file
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
-        os.replace(tmp, path)
+        atomic_write(path, source)  # concurrent processes never import a half-written file
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -14,10 +14,6 @@ Every file is written to a temporary name and renamed, so a kill never leaves a 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import tempfile
-import threading
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,42 +23,12 @@ from typing import Any, Iterator
 import numpy as np
 
 from emc.version import __version__
-from emc.io.vocab import Vocabulary, load_vocabularies, save_vocabularies
+from emc.io.atomic import atomic_file, atomic_write
+from emc.io.vocab import Vocabulary, load_vocabularies, vocabularies_json
 from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.problem import Model, Problem
 from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
-
-
-@contextmanager
-def ctrl_c_deferred() -> Iterator[None]:
-    """Ctrl-C (SIGINT) held back while a file is written, then delivered: the file is written whole
-    and renamed, no temporary file is left behind, and no half-made zip file is left for the
-    garbage collector (a Ctrl-C inside ZipFile's constructor made its __del__ print a traceback
-    after the fit had been saved). Only the main thread sets signal handlers; elsewhere the block
-    runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received and callable(previous):
-        previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with ctrl_c_deferred():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
 
 
 def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
@@ -76,11 +42,8 @@ def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
         else:
             tables[f"table_{t.name}"] = t.matrix(theta)
     tables.update({f"features_{name}": weights for name, weights in params.features.items()})
-    with ctrl_c_deferred():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".params.", suffix=".npz")
-        os.close(fd)
-        np.savez(tmp, theta=theta, **tables)
-        os.replace(tmp, path)
+    with atomic_file(path) as f:
+        np.savez(f, theta=theta, **tables)
 
 
 def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
@@ -88,9 +51,7 @@ def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSetti
     run.mkdir(parents=True, exist_ok=True)
     atomic_write(run / "spec.em", problem.model.checked.spec.text)
     save_params(run / "params.npz", params, problem.layout)
-    tmp = run / ".vocab.json.tmp"
-    save_vocabularies(problem.vocabs, tmp)
-    os.replace(tmp, run / "vocab.json")
+    atomic_write(run / "vocab.json", vocabularies_json(problem.vocabs))
     info = run_info(problem, settings, overrides, options, objective, metrics)
     atomic_write(run / "run.json", json.dumps(info, indent=2))
     atomic_write(run / "log.jsonl", "".join(json.dumps(r) + "\n" for r in history))

@@ -132,7 +132,8 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     else:
         args, labels, vocab_sizes = trained["args"], trained["labels"], trained["vocab_sizes"]
         _freeze(checked, corpus, views, vocab_sizes)
-    frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}), trained.get("growing", frozenset()))
+    frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}),
+                                                 trained.get("growing", frozenset()))
     packed = data.pack(checked, corpus, args, labels, options, vocabs, frozen)
     structural, sparse = packed if isinstance(packed, tuple) else (packed, {})
     if trained is None:

@@ -73,7 +73,8 @@ def views_markdown() -> str:
     rows += [f"| `.{v.name}{'(n)' if v.takes_length else ''}` | {v.help} |" for v in VIEWS.values()]
     rows.append(f'| `.{DENSE_VIEW}("file")` | inside `features(...)` only, and last: the word\'s vector from a file of '
                 "`word value value ...` lines (its own, else its lowercase form's; a word without one gets none), "
-                "one real-valued feature per dimension; the path is relative to where emc runs (a saved model keeps the file it was fitted with) |")
+                "one real-valued feature per dimension; the path is relative to where emc runs (a saved model "
+                "keeps the file it was fitted with) |")
     return "\n".join(rows) + "\n"
 
 
