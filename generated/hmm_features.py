@@ -93,18 +93,24 @@ def _allowed_states(ex, ints, layout, meta):
 @njit(cache=True)
 def prepare(meta, params):
     """The transition-slot scores, which do not depend on the example:
-    [trans (K x K) | initial (K: START -> k) | final (K: j -> STOP, ones without STOP)]."""
+    [trans (K x K) | initial (K: START -> k) | final (K: j -> STOP, ones without STOP) |
+    trans transposed (K x K), which the backward pass reads]."""
     K = meta[M_STATES]
-    derived = np.empty(K * K + 2 * K)
+    derived = np.empty(2 * K * K + 2 * K)
     reader_0 = table_reader(params, meta, T_TRANS)
-    # state -> state, then START -> k (j = K), then j -> STOP (k = K): loops without a branch,
-    # which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence)
-    for j in range(K):
-        row = derived[j * K:(j + 1) * K]
-        for k in range(K):
+    # state -> state (both ways round), then START -> k (j = K), then j -> STOP (k = K): loops
+    # without a branch, which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence).
+    # Writing the transposed matrix in the same loop costs a tenth more than one matrix; a
+    # transposition of its own per sentence cost half again (CoNLL-2000, K = 45).
+    trans = derived[:K * K].reshape((K, K))
+    trans_t = derived[K * K + 2 * K:].reshape((K, K))
+    for k in range(K):
+        column = trans_t[k]
+        for j in range(K):
             score = 1.0
             score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
-            row[k] = score
+            column[j] = score
+            trans[j, k] = score
     j = K
     for k in range(K):
         score = 1.0
@@ -127,7 +133,9 @@ WHOLE_TABLES = (T_TRANS, )
 
 @njit(cache=True)
 def _split(derived, K):
-    return derived[:K * K].reshape((K, K)), derived[K * K:K * K + K], derived[K * K + K:]
+    """(trans, initial, final, trans transposed) in `derived` (see prepare)."""
+    return (derived[:K * K].reshape((K, K)), derived[K * K:K * K + K], derived[K * K + K:K * K + 2 * K],
+            derived[K * K + 2 * K:].reshape((K, K)))
 
 
 @njit(cache=True)
@@ -183,7 +191,8 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
 
 @njit(cache=True)
 def _add_edge_counts(meta, edge_marg, weight, counts):
-    """The state -> state transitions' expected counts, edge_marg[j, k] times `weight`."""
+    """The state -> state transitions' expected counts, edge_marg[k, j] (j -> k: outcome-major,
+    as the tables are) times `weight`."""
     K = meta[M_STATES]
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
@@ -191,7 +200,7 @@ def _add_edge_counts(meta, edge_marg, weight, counts):
     # transition slot: state -> state, START -> first state, last state -> STOP; j varies fastest,
     # as the entries of one outcome are adjacent in a table (emc/codegen/abi.py)
     for k in range(K):
-        listed = add_column(counts, listed, entry(meta, T_TRANS, 0, k), edge_marg[:, k], weight)  # trans: P(z | z.prev)
+        listed = add_column(counts, listed, entry(meta, T_TRANS, 0, k), edge_marg[k], weight)  # trans: P(z | z.prev)
     if tracked:
         touched[0] = listed
 
@@ -201,12 +210,12 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     n = offsets[ex + 1] - offsets[ex]
-    trans, initial, final = _split(derived, K)
+    trans, initial, final, trans_t = _split(derived, K)
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty((n, K))
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
     _add_node_counts(ex, ints, layout, meta, node_marg, dp.lone_layout(n), np.int64(0), weight, counts)
@@ -229,7 +238,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
     constrained = array(ints, layout, A_CONSTRAINED)
-    trans, initial, final = _split(derived, K)
+    trans, initial, final, trans_t = _split(derived, K)
     lengths = np.empty(examples.shape[0], np.int64)
     batched = np.int64(0)  # a literal 0 would compile longest_first a second time, for Literal[int](0)
     left = 0
@@ -256,7 +265,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
             _emission_into(examples[group[b]], ints, layout, meta, readers, node, start, b)
         marg = np.empty((start[-1], K))
         group_log_z = np.empty(size)
-        dp.marginals_batch(group_lengths, node, trans, initial, final, group_weights, marg, edge_marg, group_log_z)
+        dp.marginals_batch(group_lengths, node, trans, trans_t, initial, final, group_weights, marg, edge_marg, group_log_z)
         for b in range(size):
             log_z[group[b]] = group_log_z[b]
             if group_log_z[b] > -np.inf:
@@ -269,7 +278,7 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best state sequence, one state id per token."""
     K = meta[M_STATES]
-    trans, initial, final = _split(derived, K)
+    trans, initial, final, _ = _split(derived, K)
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
@@ -283,7 +292,7 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """A state sequence drawn from the posterior (the caller seeds the generator), as decode_example."""
     K = meta[M_STATES]
-    trans, initial, final = _split(derived, K)
+    trans, initial, final, _ = _split(derived, K)
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
@@ -297,11 +306,11 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(z_t = k), row-major over (t, k)."""
     K = meta[M_STATES]
-    trans, initial, final = _split(derived, K)
+    trans, initial, final, trans_t = _split(derived, K)
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals(0, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals(0, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

@@ -226,7 +226,8 @@ def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     node_marg = np.empty((m, K))
     edge_marg = np.zeros((K, K))
     states, lo, hi = _no_constraints()
-    log_z = chain_dp.marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg)
+    trans_t = np.ascontiguousarray(trans.T)
+    log_z = chain_dp.marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     posterior[:, :] = 0.0
     if not log_z > NEG_INF:
         return log_z
@@ -237,7 +238,7 @@ def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     for s in range(K + 1):
         at = -1 if s == K else _position(s, l)
         for t in range(K):
-            expected = node_marg[0, t] if s == K else edge_marg[s, t]
+            expected = node_marg[0, t] if s == K else edge_marg[t, s]  # outcome-major (chain dp)
             if expected != 0.0:
                 bucket = jump_bucket(t - at, maxjump) if t < l else null_bucket
                 jump_counts[bucket] += expected

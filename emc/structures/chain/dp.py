@@ -7,7 +7,9 @@ Conventions (order 1; order 2 replaces the state k by the pair (j, k) of previou
     log Z       = sum_t log c_t + log c_end          (log of the best score under max)
     beta[n-1,k] = final[k] / c_end,  beta[t-1, j] = (+)_k trans[j, k] node[t, k] beta[t, k] / c_t
 so that under sum P(z_t = k) = alpha[t, k] beta[t, k]. `final` is the STOP transition (ones for
-stop=no). An impossible example (every path has score 0) returns -inf and leaves the marginals
+stop=no). Order 1's edge marginals are outcome-major, as the tables are (emc/codegen/abi.py):
+edge_marg[k, j] is the expected number of j -> k transitions, so the glue adds each next state's
+column of them to its table entries in one unit-stride loop. An impossible example (every path has score 0) returns -inf and leaves the marginals
 at zero; the runtime reports it with its line.
 
 A tag dictionary or a labeled example restricts each position to a list of allowed states
@@ -106,41 +108,46 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def backward_edges(node, trans, final, scale, alpha, beta, edge_raw):
-    """Sum-semiring backward pass, and edge_raw[j, k] = sum_t alpha[t-1, j] w_t[k] with w_t[k] =
-    node[t, k] beta[t, k] / c_t (times trans[j, k], the expected number of j -> k transitions;
-    edge_raw is overwritten). beta[t-1] = trans @ w_t is summed as K rows of trans.T scaled by
-    w_t[k] (unit-stride and vectorised, in a fixed order): a dot product per state would be a
-    serial reduction without reassoc (3x the time). The w_t are kept, so the edge sums over
-    every position are one product, alpha[:-1].T @ w[1:] (a third of the per-sentence E-step
-    as an outer product per position)."""
+def backward_edges(node, trans_t, final, scale, alpha, beta, edge_raw):
+    """Sum-semiring backward pass, leaving the node marginals alpha[t, k] beta[t, k] in `beta`,
+    and edge_raw[k, j] = sum_t w_t[k] alpha[t-1, j] with w_t[k] = node[t, k] beta[t, k] / c_t
+    (times trans[j, k], the expected number of j -> k transitions; edge_raw is overwritten).
+    beta[t-1] = trans @ w_t is summed as K rows of trans_t (trans transposed) scaled by w_t[k]
+    (unit-stride and vectorised, in a fixed order): a dot product per state would be a serial
+    reduction without reassoc (3x the time). The w_t are kept, so the edge sums over every
+    position are one product, w[1:].T @ alpha[:-1] (a third of the per-sentence E-step as an
+    outer product per position)."""
     n, K = node.shape
-    trans_t = np.ascontiguousarray(trans.T)  # K^2 per sentence: a position's worth of work
     inv_end = 1.0 / scale[n]
     for k in range(K):
         beta[n - 1, k] = final[k] * inv_end
     w = np.empty((n, K))
     for t in range(n - 1, 0, -1):
         inv = 1.0 / scale[t]
+        after, here = beta[t], alpha[t]
         for k in range(K):
-            w[t, k] = node[t, k] * beta[t, k] * inv
+            w[t, k] = node[t, k] * after[k] * inv
+            after[k] *= here[k]  # beta[t] is read for the last time: it becomes the marginal
+        before = beta[t - 1]
         for j in range(K):
-            beta[t - 1, j] = 0.0
+            before[j] = 0.0
         # four next states per sweep, as in `forward`
         k = 0
         while k + 4 <= K:
             w0, w1, w2, w3 = w[t, k], w[t, k + 1], w[t, k + 2], w[t, k + 3]
+            t0, t1, t2, t3 = trans_t[k], trans_t[k + 1], trans_t[k + 2], trans_t[k + 3]
             for j in range(K):
-                beta[t - 1, j] += (trans_t[k, j] * w0 + trans_t[k + 1, j] * w1) + \
-                    (trans_t[k + 2, j] * w2 + trans_t[k + 3, j] * w3)
+                before[j] += (t0[j] * w0 + t1[j] * w1) + (t2[j] * w2 + t3[j] * w3)
             k += 4
         while k < K:
-            wk = w[t, k]
+            wk, tk = w[t, k], trans_t[k]
             for j in range(K):
-                beta[t - 1, j] += trans_t[k, j] * wk
+                before[j] += tk[j] * wk
             k += 1
+    for k in range(K):
+        beta[0, k] *= alpha[0, k]
     if n > 1:
-        np.dot(alpha[:n - 1].T, w[1:], edge_raw)
+        np.dot(w[1:].T, alpha[:n - 1], edge_raw)
     else:
         edge_raw[:, :] = 0.0
 
@@ -236,9 +243,9 @@ def longest_first(lengths, count):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_marg, log_z):
+def marginals_batch(lengths, node, trans, trans_t, initial, final, weights, marg, edge_marg, log_z):
     """Sum-semiring marginals of a batch: marg[row, k] = P(z_t = k) in the layout of batch_layout;
-    edge_marg[j, k] += sum_b weights[b] E_b[#(j -> k)]; log_z[b] = log Z of sequence b (-inf when
+    edge_marg[k, j] += sum_b weights[b] E_b[#(j -> k)]; log_z[b] = log Z of sequence b (-inf when
     impossible: its marginals are then zero and it adds nothing). `node` is overwritten (it holds
     the backward messages' weights w afterwards)."""
     B = lengths.shape[0]
@@ -303,7 +310,6 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             log_z[b] = NEG_INF
     raw = np.zeros((K, K))
     part = np.empty((K, K))
-    trans_t = np.ascontiguousarray(trans.T)
     # batch EM weighs every sequence 1: the edge sums then take the alphas as they are, without
     # a weighted copy per position (3% of the batched E-step)
     unweighted = True
@@ -317,12 +323,12 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             w_next = node[r1:r1 + going_on]
             np.dot(w_next, trans_t, beta[:going_on])
             if unweighted:
-                np.dot(alpha[r:r + going_on].T, w_next, part)
+                np.dot(w_next.T, alpha[r:r + going_on], part)
             else:
                 for b in range(going_on):
                     for k in range(K):
                         scratch[b, k] = alpha[r + b, k] * weights[b]
-                np.dot(scratch[:going_on].T, w_next, part)
+                np.dot(w_next.T, scratch[:going_on], part)
             raw += part
         for b in range(going_on, active[t]):
             for k in range(K):
@@ -336,9 +342,9 @@ def marginals_batch(lengths, node, trans, initial, final, weights, marg, edge_ma
             for k in range(K):
                 alpha[r + b, k] *= beta[b, k]
                 node[r + b, k] *= beta[b, k] * i
-    for j in range(K):
-        for k in range(K):
-            edge_marg[j, k] += raw[j, k] * trans[j, k]
+    for k in range(K):
+        for j in range(K):
+            edge_marg[k, j] += raw[k, j] * trans_t[k, j]
 
 
 # --- order 1, allowed states per position -------------------------------------------------------
@@ -404,18 +410,19 @@ def backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge
                 k = states[kk]
                 w = node[t, k] * beta[t, k] * inv
                 acc += trans[j, k] * w
-                edge_raw[j, k] += a * w
+                edge_raw[k, j] += a * w
             beta[t - 1, j] = acc
 
 
 # --- order 1: marginals and the best path, whichever instance applies --------------------------
 
 @njit(cache=True)
-def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, edge_marg):
-    """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[j, k] =
+def marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg):
+    """Part marginals of one sequence: node_marg[t, k] = P(z_t = k) and edge_marg[k, j] =
     E[#(j -> k)] under sum (both overwritten: a caller need not clear them); the 0/1 indicators
     of the best path under max. Returns log Z (or the log best score). `states` empty means
-    every state is allowed everywhere."""
+    every state is allowed everywhere. trans_t is trans transposed (C-contiguous), which the
+    dense backward pass reads: a caller that scores many sequences with one trans makes it once."""
     n, K = node.shape
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
@@ -446,21 +453,21 @@ def marginals(semiring, node, trans, initial, final, states, lo, hi, node_marg, 
             for t in range(n):
                 node_marg[t, path[t]] += share
                 if t > 0:
-                    edge_marg[path[t - 1], path[t]] += share
+                    edge_marg[path[t], path[t - 1]] += share
         return log_z
     # beta lives in node_marg's memory and the raw edge sums in edge_marg's: both become the
     # marginals in place (fewer allocations and passes per sentence)
     beta = node_marg
     if pruned:
         backward_pruned(node, trans, final, states, lo, hi, alpha, scale, beta, edge_marg)
+        for t in range(n):
+            for k in range(K):
+                node_marg[t, k] *= alpha[t, k]
     else:
-        backward_edges(node, trans, final, scale, alpha, beta, edge_marg)
-    for t in range(n):
-        for k in range(K):
-            node_marg[t, k] *= alpha[t, k]
-    for j in range(K):
-        for k in range(K):
-            edge_marg[j, k] *= trans[j, k]
+        backward_edges(node, trans_t, final, scale, alpha, beta, edge_marg)
+    for k in range(K):
+        for j in range(K):
+            edge_marg[k, j] *= trans_t[k, j]
     return log_z
 
 
