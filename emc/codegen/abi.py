@@ -194,9 +194,15 @@ def read(params, meta, table, row, outcome):
 def row_inverses(params, meta, table):
     """1 / row_mass for every row of a small table, so a loop over all its entries multiplies
     instead of dividing (table_reader)."""
-    inverse = np.empty(meta[table + TABLE_ROWS])
-    for row in range(inverse.shape[0]):
-        inverse[row] = 1.0 / row_mass(params, meta, table, row)
+    _, row_total, row_add_den, _, scale = params
+    first, rows = meta[table + TABLE_ROW_OFFSET], meta[table + TABLE_ROWS]
+    # slices, not row_mass per row: its index from meta is checked for being negative per read,
+    # and the loop then divides one row at a time
+    totals, adds = row_total[first:first + rows], row_add_den[first:first + rows]
+    inverse = np.empty(rows)
+    s = scale[0]
+    for row in range(rows):
+        inverse[row] = 1.0 / (totals[row] * s + adds[row])
     return inverse
 
 
