@@ -195,12 +195,12 @@ def check_fits_in_memory(layout: ParamLayout, available: int | None = None) -> N
 def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str, Vocabulary]) -> None:
     """Build each featured table's (outcome x feature) matrix from its outcome vocabulary, once
     (for a sparse table over word pairs, its (entry x feature) matrix: pair_features.py)."""
-    from emc.runtime.features import build
-    from emc.runtime.pair_features import featured_sparse_table
-
     for factor in checked.tables():
         if not factor.features:
             continue
+        # imported here: pair_features imports scipy.sparse, 0.12 s of every warm start otherwise
+        from emc.runtime.features import build
+        from emc.runtime.pair_features import featured_sparse_table
         t = layout.table(factor.table)
         vocab = vocabs.get(t.outcome_spaces[0]) if len(t.outcome_spaces) == 1 else None
         if vocab is None:
