@@ -310,7 +310,8 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
             _emission_into(examples[group[b]], ints, layout, meta, readers, node, start, b)
         marg = np.empty((start[-1], K))
         group_log_z = np.empty(size)
-        dp.marginals_batch(group_lengths, node, trans, trans_t, initial, final, group_weights, marg, edge_marg, group_log_z)
+        dp.marginals_batch(group_lengths, node, trans, trans_t, initial, final, group_weights, marg, edge_marg,
+                           group_log_z)
         for b in range(size):
             log_z[group[b]] = group_log_z[b]
             if group_log_z[b] > -np.inf:

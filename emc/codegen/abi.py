@@ -91,12 +91,12 @@ def add_column(counts, listed, cell, marg, weight):
     """dense[cell + k] += marg[k] * weight for every k (a column: entries of one outcome in
     consecutive rows); when tracked, the entries written for the first time are marked and
     listed after touched[listed], zero posteriors left out. Returns the new count listed.
-    Stepwise EM with m = 1 writes every token's emission column and the whole transition table
-    per sentence, so its two common cases loop without a branch, which vectorises: a column none
-    of whose entries is listed yet, with no zero posterior (listed as a run), and a column
-    listed already (a whole table's, emc/runtime/online.py). In a stepwise pass on CoNLL-2000
-    the emission counts take 25% less time than with a branch per entry, the transition counts
-    a third."""
+    Stepwise EM with m = 1 writes every token's emission column per sentence, so the two common
+    cases loop without a branch, which vectorises: a column none of whose entries is listed yet,
+    with no zero posterior (listed as a run), and a column listed already (a word seen earlier
+    in the mini-batch). In a stepwise pass on CoNLL-2000 the emission counts take 25% less time
+    than with a branch per entry. A table written whole (a chain's transitions) is better checked
+    once: nothing_to_list."""
     dense, mark, touched = counts
     size = marg.shape[0]
     if touched.shape[0] == 0:

@@ -9,8 +9,8 @@ Conventions (order 1; order 2 replaces the state k by the pair (j, k) of previou
 so that under sum P(z_t = k) = alpha[t, k] beta[t, k]. `final` is the STOP transition (ones for
 stop=no). Order 1's edge marginals are outcome-major, as the tables are (emc/codegen/abi.py):
 edge_marg[k, j] is the expected number of j -> k transitions, so the glue adds each next state's
-column of them to its table entries in one unit-stride loop. An impossible example (every path has score 0) returns -inf and leaves the marginals
-at zero; the runtime reports it with its line.
+column of them to its table entries in one unit-stride loop. An impossible example (every path
+has score 0) returns -inf and leaves the marginals at zero; the runtime reports it with its line.
 
 A tag dictionary or a labeled example restricts each position to a list of allowed states
 (`lo[t]:hi[t]` into `states`); the pruned instances loop over those lists only, so constrained
