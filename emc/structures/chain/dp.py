@@ -115,12 +115,12 @@ def backward_edges(node, trans_t, final, scale, alpha, beta, edge_raw):
     (unit-stride and vectorised, in a fixed order): a dot product per state would be a serial
     reduction without reassoc (3x the time). The w_t are kept, so the edge sums over every
     position are one product, w[1:].T @ alpha[:-1] (a third of the per-sentence E-step as an
-    outer product per position)."""
+    outer product per position). `node` is overwritten: its rows 1.. hold the w_t."""
     n, K = node.shape
     inv_end = 1.0 / scale[n]
     for k in range(K):
         beta[n - 1, k] = final[k] * inv_end
-    w = np.empty((n, K))
+    w = node  # node[t] is read for the last time when w_t is made from it: w_t takes its place
     for t in range(n - 1, 0, -1):
         inv = 1.0 / scale[t]
         for k in range(K):
@@ -419,7 +419,8 @@ def marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, no
     E[#(j -> k)] under sum (both overwritten: a caller need not clear them); the 0/1 indicators
     of the best path under max. Returns log Z (or the log best score). `states` empty means
     every state is allowed everywhere. trans_t is trans transposed (C-contiguous), which the
-    dense backward pass reads: a caller that scores many sequences with one trans makes it once."""
+    dense backward pass reads: a caller that scores many sequences with one trans makes it once.
+    Under sum `node` is overwritten (as by marginals_batch)."""
     n, K = node.shape
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
