@@ -9,8 +9,8 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import (add_column, add_listed_column, array, entry,
-                             nothing_to_list, read, read_hoisted, table_reader)
+from emc.codegen.abi import (add_column, add_listed_column, all_positive, array,
+                             entry, nothing_to_list, read, read_hoisted, table_reader)
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -156,13 +156,15 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     # emission slot: every position and state (a factor whose row is the state writes K adjacent
-    # entries, one outcome's column: add_column)
+    # entries, one outcome's column: add_column, told once whether any posterior is zero)
+    # (the rows of one example are adjacent in the per-example layout, the only tracked one)
+    positive = tracked and start[1] == 1 and all_positive(node_marg[start[0] + b:start[n - 1] + b + 1], weight)
     for t in range(n):
         x = x_ids[first + t]
         marg = node_marg[start[t] + b]
         cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
         if tracked:
-            listed = add_column(counts, listed, cell, marg, weight)
+            listed = add_column(counts, listed, cell, marg, weight, positive)
         else:
             column = dense[cell:cell + K]
             for k in range(K):

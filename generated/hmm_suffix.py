@@ -11,8 +11,8 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import (add_column, add_listed_column, array, entry,
-                             nothing_to_list, read, read_hoisted, table_reader)
+from emc.codegen.abi import (add_column, add_listed_column, all_positive, array,
+                             entry, nothing_to_list, read, read_hoisted, table_reader)
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
@@ -174,7 +174,9 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     # emission slot: every position and state (a factor whose row is the state writes K adjacent
-    # entries, one outcome's column: add_column)
+    # entries, one outcome's column: add_column, told once whether any posterior is zero)
+    # (the rows of one example are adjacent in the per-example layout, the only tracked one)
+    positive = tracked and start[1] == 1 and all_positive(node_marg[start[0] + b:start[n - 1] + b + 1], weight)
     for t in range(n):
         x = x_ids[first + t]
         x_lower_suffix_3 = x_lower_suffix_3_ids[first + t]
@@ -182,21 +184,21 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
         marg = node_marg[start[t] + b]
         cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
         if tracked:
-            listed = add_column(counts, listed, cell, marg, weight)
+            listed = add_column(counts, listed, cell, marg, weight, positive)
         else:
             column = dense[cell:cell + K]
             for k in range(K):
                 column[k] += marg[k] * weight
         cell = entry(meta, T_SUFFIX, 0, x_lower_suffix_3)  # suffix: P(x.lower.suffix(3) | z)
         if tracked:
-            listed = add_column(counts, listed, cell, marg, weight)
+            listed = add_column(counts, listed, cell, marg, weight, positive)
         else:
             column = dense[cell:cell + K]
             for k in range(K):
                 column[k] += marg[k] * weight
         cell = entry(meta, T_SHAPE, 0, x_shape)  # shape: P(x.shape | z)
         if tracked:
-            listed = add_column(counts, listed, cell, marg, weight)
+            listed = add_column(counts, listed, cell, marg, weight, positive)
         else:
             column = dense[cell:cell + K]
             for k in range(K):
