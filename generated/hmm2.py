@@ -9,8 +9,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import (array,
-                             entry, read, read_hoisted, table_reader)
+from emc.codegen.abi import (array, entry, read, read_hoisted, table_reader)
 from emc.structures.chain import dp
 
 STRUCTURE = "chain"
