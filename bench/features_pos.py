@@ -170,7 +170,8 @@ def main() -> None:
             results[label(spec, budget), seed] = rows, estep, mstep
             cells = "  ".join(f"@{c}: m-1 {100 * rows[c]['many_to_one']:.2f} 1-1 {100 * rows[c]['one_to_one']:.2f}"
                               for c in points)
-            print(f"  seed {seed}: {cells}  E-step {estep:.2f} s/it, M-step {mstep:.2f} s/it", flush=True)
+            print(f"  seed {seed}: {cells}  E-step {estep:.3f} s/it, M-step {mstep:.3f} s/it ({mstep / estep:.2f}x the E-step)",
+                  flush=True)
     print(f"\nmean over seeds {args.seeds} ({' + '.join(args.files)}):")
     print(f"  {'model':22s} {'metric':12s} " + " ".join(f"{'after ' + str(c):>10s}" for c in points)
           + "   E-step s/it   M-step s/it")
@@ -178,7 +179,7 @@ def main() -> None:
         runs = [results[name, s] for s in args.seeds]
         for metric in ("many_to_one", "one_to_one"):
             cells = " ".join(f"{100 * np.mean([r[0][c][metric] for r in runs]):10.2f}" for c in points)
-            timing = (f"   {np.mean([r[1] for r in runs]):11.2f}   {np.mean([r[2] for r in runs]):11.2f}"
+            timing = (f"   {np.mean([r[1] for r in runs]):11.3f}   {np.mean([r[2] for r in runs]):11.3f}"
                       if metric == "many_to_one" else "")
             print(f"  {name:22s} {metric:12s} {cells}{timing}")
     sys.stdout.flush()

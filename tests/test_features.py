@@ -98,7 +98,7 @@ def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_form
     its gradient over that form equal the formula over the dense matrix."""
     import scipy.sparse
 
-    from emc.runtime.loglinear import feature_rows, objective
+    from emc.runtime.loglinear import feature_columns, feature_rows, objective
 
     rng = np.random.default_rng(seed)
     outcomes, n_features, rows = 30, 12, 3
@@ -107,13 +107,14 @@ def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_form
     matrix = scipy.sparse.csr_matrix(dense)
     fixed_indices, _, spill_ptr, _, _ = packed = feature_rows(matrix.indptr, matrix.indices, matrix.data)
     assert spill_ptr[-1] > 0 and fixed_indices.shape[1] < n_features  # both parts are exercised
-    counts, weights, kappa = rng.gamma(0.8, size=(rows, outcomes)), rng.normal(size=(rows, n_features)), 0.7
+    columns = feature_columns(matrix.indptr, matrix.indices, matrix.data, n_features)
+    counts, weights, kappa = rng.gamma(0.8, size=(outcomes, rows)), rng.normal(size=(n_features, rows)), 0.7
     gradient = np.empty_like(weights)
-    value = objective(packed, counts, kappa, weights, gradient)
-    scores = weights @ dense.T
-    log_p = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    value = objective(packed, columns, counts, kappa, weights, gradient)
+    scores = dense @ weights
+    log_p = scores - np.log(np.exp(scores).sum(axis=0, keepdims=True))
     expected = (counts * log_p).sum() - 0.5 * kappa * (weights ** 2).sum()
-    expected_gradient = (counts - np.exp(log_p) * counts.sum(axis=1, keepdims=True)) @ dense - kappa * weights
+    expected_gradient = dense.T @ (counts - np.exp(log_p) * counts.sum(axis=0, keepdims=True)) - kappa * weights
     assert value == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-12)
 

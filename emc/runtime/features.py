@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from emc.io.vectors import read_vectors
@@ -67,8 +68,17 @@ class FeaturedBlock:
             self.active = np.ones(self.phi.shape[0], bool)
         self.phi_active = self.phi[self.active]
         self.phi_active.sort_indices()
-        # the compiled M-step's view of phi_active (loglinear.feature_rows)
-        self._rows = loglinear.feature_rows(self.phi_active.indptr, self.phi_active.indices, self.phi_active.data)
+        csr = self.phi_active.indptr, self.phi_active.indices, self.phi_active.data
+        self._rows = loglinear.feature_rows(*csr)
+        self._columns = loglinear.feature_columns(*csr, self.phi.shape[1])
+        seen = np.flatnonzero(self.active)
+        # the outcomes seen in training are usually one run (all but <unk>): then the compiled
+        # passes read and write a table's rows for them in place
+        self._seen = slice(int(seen[0]), int(seen[-1]) + 1) if seen.size and seen[-1] - seen[0] + 1 == seen.size else None
+        self._scratch: tuple = ()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_scratch": ()}  # scratch arrays are not worth shipping
 
     @property
     def n_features(self) -> int:
@@ -80,38 +90,81 @@ class FeaturedBlock:
 
     def log_probabilities(self, weights: np.ndarray) -> np.ndarray:
         """log P (outcomes x rows) for weights (features x rows); -inf for inactive outcomes."""
-        out = np.full((self.phi.shape[0], self.rows), -np.inf)
-        active = np.empty((int(self.active.sum()), self.rows))
-        loglinear.log_probabilities(self._rows, np.ascontiguousarray(weights.T, dtype=float), active)
-        out[self.active] = active
+        return self._table(*self._scores(weights), np.empty((self.phi.shape[0], self.rows)), take_log=True)
+
+    def probabilities(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """P (outcomes x rows) for weights (features x rows), 0 for inactive outcomes, into `out`
+        (a new array by default; a table's view of theta, say)."""
+        out = np.empty((self.phi.shape[0], self.rows)) if out is None else out
+        return self._table(*self._scores(weights), out, take_log=False)
+
+    def _scores(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """phi_active W (seen outcomes x rows) and each row's log Z, as one block."""
+        scores, log_z = np.empty((1, self.phi_active.shape[0], self.rows)), np.empty((1, self.rows))
+        loglinear.scores_and_log_z(self._rows, np.ascontiguousarray(weights, dtype=float), scores[0], log_z[0])
+        return scores, log_z
+
+    def _table(self, scores: np.ndarray, log_z: np.ndarray, out: np.ndarray, take_log: bool) -> np.ndarray:
+        """The table (outcomes x rows) of blocks of scores and log Z (blocks x seen outcomes x
+        width, blocks x width) into `out`."""
+        blocks, _, width = scores.shape
+        direct = blocks == 1 and self._seen is not None and out.flags.c_contiguous
+        part = out[self._seen] if direct else np.empty(scores.shape[1:])
+        for b in range(blocks):
+            loglinear.probabilities_into(scores[b], log_z[b], part, take_log)
+            if not direct:
+                columns = slice(b * width, min((b + 1) * width, self.rows))
+                out[self.active, columns] = part[:, :columns.stop - columns.start]
+        out[~self.active] = -np.inf if take_log else 0.0
         return out
 
     def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
         """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
         (features x rows). Counts of inactive outcomes are left out (they have none in training)."""
-        gradient = np.empty((self.rows, self.n_features))
-        value = loglinear.objective(self._rows, self._active_rows(counts), self.kappa,
-                                    np.ascontiguousarray(weights.T), gradient)
-        return value, gradient.T
+        gradient = np.empty((self.n_features, self.rows))
+        value = loglinear.objective(self._rows, self._columns, self._seen_counts(counts), self.kappa,
+                                    np.ascontiguousarray(weights, dtype=float), gradient)
+        return value, gradient
 
     def penalty(self, weights: np.ndarray) -> float:
         if not self.kappa:
             return 0.0
-        flat = weights.ravel(order="K")  # no copy of maximize's weights (a transposed view)
+        flat = weights.ravel(order="K")
         return 0.5 * self.kappa * float(np.dot(flat, flat))
 
-    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
+    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None,
+                 probabilities: np.ndarray | None = None) -> np.ndarray:
         """New weights (features x rows) from expected counts (outcomes x rows), by L-BFGS on each
-        row from `start` (at most `max_iterations`, default MAX_ITERATIONS). They are the
-        transposed view of the kernels' (rows x features) array, so that the next M-step and
-        log_probabilities read them without a copy (two 15 MB copies, 10 ms, on CoNLL-2000)."""
-        weights = np.ascontiguousarray(start.T, dtype=float)
-        loglinear.maximize_rows(self._rows, self._active_rows(counts), self.kappa, weights,
-                                max_iterations or MAX_ITERATIONS, MEMORY, GTOL, FTOL)
-        return weights.T
+        row from `start` (at most `max_iterations`, default MAX_ITERATIONS), the rows in blocks,
+        one per thread. `probabilities` (outcomes x rows: theta's view of the table, say) receives
+        P under the new weights, from the M-step's own final scores. The starting scores are
+        gathered from `start` afresh, never kept from an earlier M-step: a resumed fit, which
+        gathers them, then takes exactly the path of an uninterrupted one."""
+        iterations = max_iterations or MAX_ITERATIONS
+        blocks = max(1, min(numba.get_num_threads(), self.rows // 2))
+        width = -(-self.rows // blocks)
+        weights = _blocked(np.asarray(start, dtype=float), blocks, width, copy=True)
+        counts_blocked = _blocked(self._seen_counts(counts), blocks, width, copy=False)
+        pool, residuals, direction, scores = self._workspace(blocks, loglinear.pool_size(iterations, MEMORY), width)
+        log_z = np.empty((blocks, width))
+        loglinear.maximize_blocks(self._rows, self._columns, counts_blocked, self.kappa, weights, scores, log_z,
+                                  pool, residuals, direction, iterations, MEMORY, GTOL, FTOL)
+        if probabilities is not None:
+            self._table(scores, log_z, probabilities, take_log=False)
+        return _unblocked(weights, self.rows)
 
-    def _active_rows(self, counts: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(counts[self.active].T, dtype=float)
+    def _seen_counts(self, counts: np.ndarray) -> np.ndarray:
+        seen = counts[self._seen] if self._seen is not None else counts[self.active]
+        return np.ascontiguousarray(seen, dtype=float)
+
+    def _workspace(self, blocks: int, slots: int, width: int) -> tuple:
+        """The M-step's scratch arrays, kept from one M-step to the next: fresh ones of this size
+        cost page faults worth a third of the M-step (CoNLL-2000's emission block)."""
+        shape = (blocks, slots, self.n_features, width)
+        if not self._scratch or self._scratch[0].shape != shape:
+            outcomes = (blocks, self.phi_active.shape[0], width)
+            self._scratch = (np.empty(shape), np.empty(outcomes), np.empty(outcomes), np.empty(outcomes))
+        return self._scratch
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
         """Weights whose probabilities match a starting table (outcomes x rows) as closely as the
@@ -124,6 +177,23 @@ class FeaturedBlock:
             weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
             return weights
         return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
+
+
+def _blocked(a: np.ndarray, blocks: int, width: int, copy: bool) -> np.ndarray:
+    """(items x rows) as (blocks x items x width): contiguous blocks of rows, the last padded with
+    zero columns (a padded row has no counts and no weights, so it is converged from the start)."""
+    if blocks == 1:
+        return (a.copy() if copy else np.ascontiguousarray(a))[None]
+    out = np.zeros((blocks, a.shape[0], width))
+    for b in range(blocks):
+        part = a[:, b * width:(b + 1) * width]
+        out[b, :, :part.shape[1]] = part
+    return out
+
+
+def _unblocked(a: np.ndarray, rows: int) -> np.ndarray:
+    """The inverse of _blocked (a view for one block)."""
+    return a[0] if a.shape[0] == 1 else np.ascontiguousarray(np.concatenate(list(a), axis=1)[:, :rows])
 
 
 def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], values: list[str],

@@ -91,7 +91,7 @@ def table_start(t: TableLayout, params: ParamState) -> None:
     weights = t.featured.initial_weights(t.values(params.theta).copy())
     params.features[t.name] = weights
     if t.featured.identity is None:
-        t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(weights))
+        t.featured.probabilities(weights, out=t.values(params.theta))
 
 
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:

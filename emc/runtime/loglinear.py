@@ -1,16 +1,29 @@
 """The M-step of a featured block, compiled: a softmax over sparse features per context row, its
 regularised expected log-likelihood, and limited-memory BFGS (Nocedal & Wright 2006, algorithms
-7.4-7.5) on each row's weights.
+7.4-7.5) on every row's weights at once.
 
-Why row by row: the features are conjoined with the row and the l2 penalty is a sum over
-entries, so the objective is a sum of independent problems, one per row. A row's weights (40k
-for a 45-state HMM over 19k words) and its L-BFGS memory fit in the cache, where the joint
-problem over all 1.8M weights streams every memory vector from RAM on each iteration (scipy's
-L-BFGS-B took 60 ms per iteration there, twice the objective). Rows also get their own line
-search and stop when they have converged, and they run in parallel.
+The objective is a sum of independent problems, one per row (the features are conjoined with the
+row and the l2 penalty is a sum over entries), and each row keeps its own line search, curvature
+pairs and stopping test. The rows are stepped in lockstep all the same, with every array laid out
+rows-last (weights and gradients features x rows, scores outcomes x rows): then one pass over the
+sparse feature matrix serves every row, and each of its steps is one vector operation across rows.
+Three choices keep that cheap:
+- The line search runs in score space. Along a direction D the scores are S + t (phi D), so phi D
+  is gathered once per iteration and each trial step costs one pass of exp over the scores, not an
+  evaluation with its gather and scatter.
+- The gradient is formed only at accepted points, by one sequential pass over the features (the
+  matrix by columns) that also takes the step in the weights and every dot product the next
+  direction needs.
+- The two-loop recursion runs on coefficients: every vector it touches (the gradient, the steps s
+  and the gradient changes y) is a per-row combination of a few stored arrays (gradients and
+  directions), whose dot products the passes above take. A direction is written out (one pass)
+  only when it combines several stored arrays; steepest descent, the first, is -g itself.
+On CoNLL-2000's emission block (45 rows, 19k words, 41k features) a 2-iteration M-step makes three
+gathers, two gradient passes and a few passes of exp; the row-by-row M-step it replaced made about
+four and a half gathers and scatters per row, each reading the sparse matrix once per row.
 
 The line search only accepts a step with Armijo's sufficient decrease, so every iterate lowers
-the row's objective: the M-step never lowers the objective it maximises (a generalised EM step).
+its row's objective: the M-step never lowers the objective it maximises (a generalised EM step).
 """
 from __future__ import annotations
 
@@ -19,17 +32,21 @@ from numba import njit, prange
 
 ARMIJO = 1e-4          # sufficient decrease: f(x + a d) <= f(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the row keeps the best point found so far
+FAST = {"contract"}    # fused multiply-adds; no reassociation, so results do not depend on alignment
+# A line search trial shifts each row's scores by a bound on their maximum (max S + t max phi D)
+# instead of a pass to find it; when the bound is this far above the true maximum the sum of exps
+# could lose every term to underflow, and the row's trial is summed again with the true maximum.
+SHIFT_SLACK = 600.0
 
 
 def feature_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> tuple:
-    """The kernels' form of an (outcome x feature) CSR matrix: (indices, values, spill_ptr,
+    """The gathers' form of an (outcome x feature) CSR matrix: (indices, values, spill_ptr,
     spill_indices, spill_values). Each outcome's first `width` entries form a row of a dense
     (outcomes x width) pair of arrays, padded with value 0 (at feature 0, which then adds
     nothing); the entries past `width` spill into CSR arrays. `width` is the entry count 90% of
     the outcomes stay within, so a few outcomes with many entries (word vectors for some words
     only) cost no padding. Why: a loop of fixed length over a row unrolls, where a CSR row's
-    bounds are read per outcome: one objective evaluation on CoNLL-2000 (45 states, 19k words, 8
-    features each) takes 15.6 ms instead of 20.9."""
+    bounds are read per outcome."""
     counts = np.diff(indptr)
     width = int(np.sort(counts)[int(0.9 * (len(counts) - 1))]) if len(counts) else 0
     kept = np.minimum(counts, width)
@@ -45,26 +62,35 @@ def feature_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) ->
             values[spill].astype(float))
 
 
+def feature_columns(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, n_features: int) -> tuple:
+    """The gradient pass's form of the same matrix: by columns (CSC), (column_ptr, outcomes,
+    values), each column's outcomes in increasing order."""
+    outcomes = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    order = np.argsort(indices, kind="stable")
+    column_ptr = np.zeros(n_features + 1, np.int64)
+    np.cumsum(np.bincount(indices, minlength=n_features), out=column_ptr[1:])
+    return column_ptr, outcomes[order], np.asarray(values, float)[order]
+
+
 # exp by range reduction, x = k ln 2 + r with |r| <= ln 2 / 2, and a degree-13 Taylor polynomial
 # of exp(r) (Cody & Waite's two-part ln 2 keeps r exact to the last bits): within 4e-16 relative
-# of libm's exp over [-708, 0], and a loop that vectorises, where numba calls libm per element
-# (7x the time: 15% of the M-step of the featured HMM on CoNLL-2000).
+# of libm's exp over [-708, 0], and a loop that vectorises, where numba calls libm per element.
 LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01
 LN2_LO = 1.90821492927058770002e-10
 SMALLEST = -708.0  # exp(x) for x below is under the smallest normal double: taken as 0
 
 
-@njit(cache=True, fastmath={"contract"})
-def exp_shifted(scores, top, out):
-    """out[v] = exp(scores[v] - top) for scores[v] <= top (finite), vectorised."""
-    bits = out.view(np.int64)
-    for v in range(scores.shape[0]):
-        x = scores[v] - top
-        kept = x >= SMALLEST
-        x = max(x, SMALLEST)
-        k = np.floor(x * LOG2E + 0.5)
-        r = (x - k * LN2_HI) - k * LN2_LO
+@njit(inline="always", fastmath=FAST)
+def _exp_in_place(x):
+    """x[i] = exp(x[i]) for x[i] <= 0 (a little above is fine), vectorised."""
+    bits = x.view(np.int64)
+    for i in range(x.shape[0]):
+        y = x[i]
+        kept = y >= SMALLEST
+        y = max(y, SMALLEST)
+        k = np.floor(y * LOG2E + 0.5)
+        r = (y - k * LN2_HI) - k * LN2_LO
         p = 1.0 / 479001600.0
         p = 1.0 / 39916800.0 + r * p
         p = 1.0 / 3628800.0 + r * p
@@ -77,267 +103,576 @@ def exp_shifted(scores, top, out):
         p = 1.0 / 6.0 + r * p
         p = 0.5 + r * p
         p = 1.0 + r * p
-        out[v] = 1.0 + r * p
-        bits[v] += np.int64(k) << 52  # times 2^k: k added to the exponent (normal, as x >= SMALLEST)
-        out[v] *= kept
+        x[i] = 1.0 + r * p
+        bits[i] += np.int64(k) << 52  # times 2^k: k added to the exponent (normal, as y >= SMALLEST)
+        x[i] *= kept
+
+
+@njit(cache=True, fastmath=FAST)
+def exp_shifted(scores, top, out):
+    """out[v] = exp(scores[v] - top) for scores[v] <= top (finite), vectorised."""
+    for v in range(scores.shape[0]):
+        out[v] = scores[v] - top
+    _exp_in_place(out)
     return out
 
 
-@njit(inline="always")
-def _score(features, weights, v):
-    fixed_indices, fixed_values, spill_ptr, spill_indices, spill_values = features
-    at, times = fixed_indices[v], fixed_values[v]
-    s = 0.0
-    for k in range(at.shape[0]):
-        s += times[k] * weights[at[k]]
+# --- passes over every row at once ----------------------------------------------------------
+# Arrays are (items x rows), items being outcomes or features. The elementwise passes walk them as
+# flat tiles of whole items (TILE entries or so): each row's parameters repeat along a tile, and a
+# loop over a tile vectorises whatever the number of rows (45 rows leave 5 of every 45 entries to
+# a scalar remainder in a loop over one item's rows; one row, a segmenter's, leaves nothing to
+# vectorise). Reductions keep one partial per tile entry and fold them per row at the end.
+TILE = 384
+
+
+@njit(cache=True)
+def _tiled(values, length):
+    """values (one per row) repeated along a tile of `length` entries."""
+    out = np.empty(length)
+    for i in range(length):
+        out[i] = values[i % values.shape[0]]
+    return out
+
+
+@njit(cache=True)
+def _fold(partials, n_rows):
+    """Each row's sum of a tile's partial sums."""
+    out = np.zeros(n_rows)
+    for i in range(partials.shape[0]):
+        out[i % n_rows] += partials[i]
+    return out
+
+
+@njit(cache=True)
+def _fold_max(partials, n_rows):
+    out = np.full(n_rows, -np.inf)
+    for i in range(partials.shape[0]):
+        out[i % n_rows] = max(out[i % n_rows], partials[i])
+    return out
+
+
+@njit(cache=True)
+def _tile_items(n_rows):
+    return max(1, TILE // n_rows)
+
+
+@njit(inline="always", fastmath=FAST)
+def _gather_row(rows, source, v, out):
+    """out = phi[v] . source (one outcome's scores, every row): source is features x rows."""
+    fixed_indices, fixed_values, spill_ptr, spill_indices, spill_values = rows
+    out[:] = 0.0
+    for k in range(fixed_indices.shape[1]):
+        x, w = fixed_values[v, k], source[fixed_indices[v, k]]
+        for r in range(out.shape[0]):
+            out[r] += x * w[r]
     for k in range(spill_ptr[v], spill_ptr[v + 1]):
-        s += spill_values[k] * weights[spill_indices[k]]
-    return s
+        x, w = spill_values[k], source[spill_indices[k]]
+        for r in range(out.shape[0]):
+            out[r] += x * w[r]
 
 
-@njit(inline="always")
-def _add_gradient(features, gradient, v, residual):
-    fixed_indices, fixed_values, spill_ptr, spill_indices, spill_values = features
-    at, times = fixed_indices[v], fixed_values[v]
-    for k in range(at.shape[0]):
-        gradient[at[k]] += times[k] * residual
-    for k in range(spill_ptr[v], spill_ptr[v + 1]):
-        gradient[spill_indices[k]] += spill_values[k] * residual
+@njit(cache=True, fastmath=FAST)
+def gather(rows, source, coefficient, counts, out):
+    """out = coefficient * (phi source), row by row (outcomes x rows; source features x rows);
+    returns each row's largest entry and sum_v counts[v] out[v] (0 when counts has no outcomes)."""
+    n_rows = out.shape[1]
+    top = np.full(n_rows, -np.inf)
+    weighted = np.zeros(n_rows)
+    part = np.empty(n_rows)
+    for v in range(out.shape[0]):
+        o = out[v]
+        _gather_row(rows, source, v, part)
+        for r in range(n_rows):
+            o[r] = coefficient[r] * part[r]
+            top[r] = max(top[r], o[r])
+        if counts.shape[0]:
+            c = counts[v]
+            for r in range(n_rows):
+                weighted[r] += c[r] * o[r]
+    return top, weighted
+
+
+@njit(cache=True, fastmath=FAST)
+def log_partition(scores, direction, steps, shifts):
+    """Each row's sum_v exp(scores[v] + steps * direction[v] - shifts), shifts being a bound on
+    the maximum, and the true maximum: log_z = shift + log(sum)."""
+    n_rows = scores.shape[1]
+    size = _tile_items(n_rows) * n_rows
+    s, d = scores.reshape(-1), direction.reshape(-1)
+    step, shift = _tiled(steps, size), _tiled(shifts, size)
+    mass, highest, x = np.zeros(size), np.full(size, -np.inf), np.empty(size)
+    for a in range(0, s.shape[0], size):
+        n = min(size, s.shape[0] - a)
+        for i in range(n):
+            k = np.uint64(a + i)
+            x[i] = s[k] + step[i] * d[k]
+            highest[i] = max(highest[i], x[i])
+            x[i] -= shift[i]
+        _exp_in_place(x[:n])
+        for i in range(n):
+            mass[i] += x[i]
+    return _fold(mass, n_rows), _fold_max(highest, n_rows)
+
+
+@njit(cache=True, fastmath=FAST)
+def move_scores(scores, direction, steps, log_z, counts, totals, inverse_scale, residuals):
+    """The scores step to scores + steps * direction (in place; direction is not read when every
+    step is 0); residuals = (N P - counts) / scale with P the softmax (log_z: each row's at the
+    new scores). Returns each row's largest score and sum_v counts[v] scores[v]."""
+    n_rows = scores.shape[1]
+    size = _tile_items(n_rows) * n_rows
+    s, d, c, e = scores.reshape(-1), direction.reshape(-1), counts.reshape(-1), residuals.reshape(-1)
+    moving = (steps != 0.0).any()
+    step, shift = _tiled(steps, size), _tiled(log_z, size)
+    total, inverse = _tiled(totals, size), _tiled(inverse_scale, size)
+    top, weighted, x = np.full(size, -np.inf), np.zeros(size), np.empty(size)
+    for a in range(0, s.shape[0], size):
+        n = min(size, s.shape[0] - a)
+        if moving:
+            for i in range(n):
+                k = np.uint64(a + i)
+                s[k] += step[i] * d[k]
+        for i in range(n):
+            k = np.uint64(a + i)
+            top[i] = max(top[i], s[k])
+            weighted[i] += c[k] * s[k]
+            x[i] = s[k] - shift[i]
+        _exp_in_place(x[:n])
+        for i in range(n):
+            k = np.uint64(a + i)
+            e[k] = (total[i] * x[i] - c[k]) * inverse[i]
+    return _fold_max(top, n_rows), _fold(weighted, n_rows)
+
+
+@njit(cache=True, fastmath=FAST)
+def add_scaled(target, source, steps):
+    """target += steps * source, row by row (both items x rows: the weights and a direction, or
+    the scores and a direction's)."""
+    n_rows = target.shape[1]
+    size = _tile_items(n_rows) * n_rows
+    t, s = target.reshape(-1), source.reshape(-1)
+    step = _tiled(steps, size)
+    for a in range(0, t.shape[0], size):
+        for i in range(min(size, t.shape[0] - a)):
+            k = np.uint64(a + i)
+            t[k] += step[i] * s[k]
+
+
+@njit(cache=True, fastmath=FAST)
+def gradient_pass(columns, residuals, kappa_scaled, weights, pool, step_slot, step, out_slot, live, previous):
+    """One sequential pass over the features: the weights take the step step * pool[step_slot]
+    (per row; none when step_slot < 0), then the gradient
+        pool[out_slot] = kappa / scale * weights + phi^T residuals
+    is formed with its dot products. Returns (2 n_live + 6, rows): g . pool[live[i]], then
+    w . pool[live[i]], then g . g, w . g, w . w, max |g|, and with y = g - pool[previous] (when
+    previous >= 0): y . y and y . (the step)."""
+    column_ptr, outcomes, values = columns
+    n_rows = weights.shape[1]
+    size = _tile_items(n_rows) * n_rows
+    n_live = live.shape[0]
+    stored = pool.reshape((pool.shape[0], -1))
+    w = weights.reshape(-1)
+    d_slot, y_slot = max(step_slot, 0), max(previous, 0)
+    kappa_t, step_t = _tiled(kappa_scaled, size), _tiled(step, size)
+    partial = np.zeros((2 * n_live + 6, size))
+    base = 2 * n_live
+    gg, wg, ww, largest = partial[base], partial[base + 1], partial[base + 2], partial[base + 3]
+    yy, ys = partial[base + 4], partial[base + 5]
+    for a in range(0, w.shape[0], size):
+        n = min(size, w.shape[0] - a)
+        if step_slot >= 0:
+            for i in range(n):
+                k = np.uint64(a + i)
+                w[k] += step_t[i] * stored[d_slot, k]
+        for i in range(n):
+            k = np.uint64(a + i)
+            stored[out_slot, k] = kappa_t[i] * w[k]
+        first = a // n_rows
+        for f in range(first, first + n // n_rows):
+            g = pool[out_slot, f]
+            for k in range(column_ptr[f], column_ptr[f + 1]):
+                x, e = values[k], residuals[outcomes[k]]
+                for r in range(n_rows):
+                    g[r] += x * e[r]
+        for j in range(n_live):
+            dg, dw, p = partial[j], partial[n_live + j], live[j]
+            for i in range(n):
+                k = np.uint64(a + i)
+                dg[i] += stored[out_slot, k] * stored[p, k]
+                dw[i] += w[k] * stored[p, k]
+        for i in range(n):
+            k = np.uint64(a + i)
+            g_k, w_k = stored[out_slot, k], w[k]
+            gg[i] += g_k * g_k
+            wg[i] += w_k * g_k
+            ww[i] += w_k * w_k
+            largest[i] = max(largest[i], abs(g_k))
+        if previous >= 0:
+            for i in range(n):
+                k = np.uint64(a + i)
+                y = stored[out_slot, k] - stored[y_slot, k]
+                yy[i] += y * y
+                ys[i] += y * step_t[i] * stored[d_slot, k]
+    dots = np.empty((2 * n_live + 6, n_rows))
+    for j in range(2 * n_live + 6):
+        dots[j] = _fold_max(partial[j], n_rows) if j == base + 3 else _fold(partial[j], n_rows)
+    return dots
+
+
+@njit(cache=True, fastmath=FAST)
+def combine(pool, slots, coefficients, out_slot, live):
+    """pool[out_slot] = sum_j coefficients[j] * pool[slots[j]] row by row; returns its dot products
+    with pool[live[i]] and (last) with itself."""
+    n_rows = pool.shape[2]
+    size = _tile_items(n_rows) * n_rows
+    n_live = live.shape[0]
+    stored = pool.reshape((pool.shape[0], -1))
+    tiled = np.empty((slots.shape[0], size))
+    for j in range(slots.shape[0]):
+        tiled[j] = _tiled(coefficients[j], size)
+    partial = np.zeros((n_live + 1, size))
+    own = partial[n_live]
+    for a in range(0, stored.shape[1], size):
+        n = min(size, stored.shape[1] - a)
+        for i in range(n):
+            stored[out_slot, np.uint64(a + i)] = 0.0
+        for j in range(slots.shape[0]):
+            c, p = tiled[j], slots[j]
+            for i in range(n):
+                k = np.uint64(a + i)
+                stored[out_slot, k] += c[i] * stored[p, k]
+        for j in range(n_live):
+            dl, p = partial[j], live[j]
+            for i in range(n):
+                k = np.uint64(a + i)
+                dl[i] += stored[out_slot, k] * stored[p, k]
+        for i in range(n):
+            k = np.uint64(a + i)
+            own[i] += stored[out_slot, k] * stored[out_slot, k]
+    dots = np.empty((n_live + 1, n_rows))
+    for j in range(n_live + 1):
+        dots[j] = _fold(partial[j], n_rows)
+    return dots
+
+
+# --- the optimiser ------------------------------------------------------------------------------
 
 
 @njit(cache=True)
-def row_objective(features, counts, kappa, weights, gradient, scores):
-    """sum_v counts[v] log P(v) - kappa/2 |weights|^2 with P the softmax over outcomes v of
-    the sum of their features' weights times values (`features`: feature_rows); its gradient
-    with respect to weights goes into `gradient`, `scores` is scratch (one per outcome)."""
-    outcomes = counts.size
-    top, value, total = -np.inf, 0.0, 0.0
-    for v in range(outcomes):
-        s = _score(features, weights, v)
-        scores[v] = s
-        value += counts[v] * s
-        total += counts[v]
-        top = max(top, s)
-    exp_shifted(scores, top, scores)
-    mass = _sum(scores)
-    value -= total * (top + np.log(mass))
-    penalty = 0.0
-    for f in range(weights.size):
-        penalty += weights[f] * weights[f]
-        gradient[f] = -kappa * weights[f]
-    share = total / mass
-    for v in range(outcomes):
-        residual = counts[v] - scores[v] * share  # counts - P * total
-        if residual != 0.0:
-            _add_gradient(features, gradient, v, residual)
-    return value - 0.5 * kappa * penalty
+def _quadratic(gram, r, a, b):
+    """a^T G b for coefficient vectors a, b over the pool's slots (row r's Gram matrix G)."""
+    total = 0.0
+    for i in range(a.shape[0]):
+        if a[i] != 0.0:
+            for j in range(b.shape[0]):
+                if b[j] != 0.0:
+                    total += a[i] * gram[r, i, j] * b[j]
+    return total
 
 
 @njit(cache=True)
-def _negated(features, counts, kappa, scale, weights, gradient, scores):
-    """The row objective to minimise, per count (so that tolerances mean the same on any corpus)."""
-    value = row_objective(features, counts, kappa, weights, gradient, scores)
-    factor = -1.0 / scale
-    for f in range(gradient.size):
-        gradient[f] *= factor
-    return -value / scale
-
-
-# The loops below over a row's weights (40k for a 45-state HMM) keep four partial sums or maxima:
-# one running total waits on each addition's latency, and without reassoc (results must not
-# depend on memory alignment) LLVM keeps that order. The order is fixed by the length alone.
-
-@njit(cache=True)
-def _dot(a, b):
-    # A plain loop (numba's np.dot calls BLAS, whose threads cost more than a cached 40k-entry
-    # dot) with four partial sums.
-    s0 = s1 = s2 = s3 = 0.0
-    n = a.size - a.size % 4
-    for i in range(0, n, 4):
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-    for i in range(n, a.size):
-        s0 += a[i] * b[i]
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(cache=True)
-def _sum(a):
-    s0 = s1 = s2 = s3 = 0.0
-    n = a.size - a.size % 4
-    for i in range(0, n, 4):
-        s0 += a[i]
-        s1 += a[i + 1]
-        s2 += a[i + 2]
-        s3 += a[i + 3]
-    for i in range(n, a.size):
-        s0 += a[i]
-    return (s0 + s1) + (s2 + s3)
+def _direction(gram, r, gradient_slot, order, n_pairs, pair_s, pair_y, rho, gamma, out):
+    """out = -H g as coefficients over the pool's slots, by the two-loop recursion over row r's
+    valid pairs (pair_s[p, r] and pair_y[p]: the coefficients of s and y; rho[p, r] = 1 / s.y, 0
+    for a pair row r does not use; `order`: ring positions, oldest first), H0 = (s.y / y.y) I of
+    the newest valid pair (gamma[p, r]). Returns False, with out = -g, when the row has no valid
+    pair or the direction does not descend (its pairs are then dropped)."""
+    out[:] = 0.0
+    out[gradient_slot] = 1.0
+    newest = -1
+    alphas = np.zeros(n_pairs)
+    for i in range(n_pairs - 1, -1, -1):
+        p = order[i]
+        if rho[p, r] == 0.0:
+            continue
+        if newest < 0:
+            newest = p
+        alphas[i] = rho[p, r] * _quadratic(gram, r, pair_s[p, r], out)
+        out -= alphas[i] * pair_y[p]
+    if newest >= 0:
+        out *= gamma[newest, r]
+        for i in range(n_pairs):
+            p = order[i]
+            if rho[p, r] == 0.0:
+                continue
+            beta = rho[p, r] * _quadratic(gram, r, pair_y[p], out)
+            out += (alphas[i] - beta) * pair_s[p, r]
+        out *= -1.0
+        slope = 0.0
+        for b in range(out.shape[0]):
+            slope += out[b] * gram[r, b, gradient_slot]
+        if slope < 0.0:
+            return True
+        for i in range(n_pairs):  # stale curvature: restart from steepest descent
+            rho[order[i], r] = 0.0
+    out[:] = 0.0
+    out[gradient_slot] = -1.0
+    return False
 
 
 @njit(cache=True)
-def _largest(a):
-    """max |a[i]|, without the temporary np.abs(a) makes."""
-    m0 = m1 = m2 = m3 = 0.0
-    n = a.size - a.size % 4
-    for i in range(0, n, 4):
-        m0, m1 = max(m0, abs(a[i])), max(m1, abs(a[i + 1]))
-        m2, m3 = max(m2, abs(a[i + 2])), max(m3, abs(a[i + 3]))
-    for i in range(n, a.size):
-        m0 = max(m0, abs(a[i]))
-    return max(max(m0, m1), max(m2, m3))
+def pool_size(max_iterations: int, memory: int) -> int:
+    """The stored (features x rows) arrays `maximize` needs: the gradients and directions the
+    curvature pairs keep, the current gradient and a direction being written out (the first
+    direction, -g, is never written out)."""
+    return max(1, min(2 * memory + 2, 2 * max_iterations - 1))
 
 
 @njit(cache=True)
-def _pair(weights, trial, gradient, trial_gradient, step, change):
-    """The step s = trial - weights and the gradient's change y into `step` and `change`, in one
-    pass with s.y and y.y, which it returns."""
-    c0 = c1 = c2 = c3 = 0.0
-    q0 = q1 = q2 = q3 = 0.0
-    n = weights.size - weights.size % 4
-    for i in range(0, n, 4):
-        s0, s1 = trial[i] - weights[i], trial[i + 1] - weights[i + 1]
-        s2, s3 = trial[i + 2] - weights[i + 2], trial[i + 3] - weights[i + 3]
-        y0, y1 = trial_gradient[i] - gradient[i], trial_gradient[i + 1] - gradient[i + 1]
-        y2, y3 = trial_gradient[i + 2] - gradient[i + 2], trial_gradient[i + 3] - gradient[i + 3]
-        step[i], step[i + 1], step[i + 2], step[i + 3] = s0, s1, s2, s3
-        change[i], change[i + 1], change[i + 2], change[i + 3] = y0, y1, y2, y3
-        c0, c1, c2, c3 = c0 + s0 * y0, c1 + s1 * y1, c2 + s2 * y2, c3 + s3 * y3
-        q0, q1, q2, q3 = q0 + y0 * y0, q1 + y1 * y1, q2 + y2 * y2, q3 + y3 * y3
-    for i in range(n, weights.size):
-        step[i] = trial[i] - weights[i]
-        change[i] = trial_gradient[i] - gradient[i]
-        c0 += step[i] * change[i]
-        q0 += change[i] * change[i]
-    return (c0 + c1) + (c2 + c3), (q0 + q1) + (q2 + q3)
+def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residuals, direction,
+             max_iterations, memory, gtol, ftol):
+    """Improve every row's weights (features x rows, in place) by at most `max_iterations`
+    L-BFGS iterations of its own, for counts (outcomes x rows). A row stops early when every
+    entry of its gradient (per count) is at most gtol, when an iteration's relative decrease falls
+    to ftol, or when its line search fails. `scores` (outcomes x rows) and `log_z` (rows) are left
+    as the scores phi W and each row's log partition at the final weights. pool (at least
+    pool_size(max_iterations, memory) x features x rows), residuals and direction (outcomes x
+    rows) are scratch."""
+    n_outcomes, n_rows = counts.shape
+    totals = np.zeros(n_rows)
+    for v in range(n_outcomes):
+        totals += counts[v]
+    scale = np.maximum(totals, 1.0)  # the objective per count: tolerances mean the same on any corpus
+    inverse_scale = 1.0 / scale
+    kappa_scaled = kappa * inverse_scale
+    n_slots = pool.shape[0]
+    in_use = np.zeros(n_slots, np.bool_)
+    gram = np.zeros((n_rows, n_slots, n_slots))  # dot products of the stored arrays, row by row
+    weight_dots = np.zeros((n_rows, n_slots))    # w . each stored array
+    no_slots = np.empty(0, np.int64)
+    zero_steps = np.zeros(n_rows)
 
+    scores_and_log_z(rows, weights, scores, log_z)
+    top, weighted = move_scores(scores, scores, zero_steps, log_z, counts, totals, inverse_scale, residuals)
+    gradient = 0
+    in_use[gradient] = True
+    dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, -1, zero_steps, gradient, no_slots, -1)
+    gram[:, gradient, gradient] = dots[0]
+    weight_dots[:, gradient] = dots[1]
+    squared_norm = dots[2].copy()
+    value = (totals * log_z - weighted + 0.5 * kappa * squared_norm) * inverse_scale
+    done = dots[3] <= gtol
 
-@njit(cache=True)
-def _direction(gradient, steps, changes, inverse_curvatures, change_norms, ring, newest, stored, out):
-    """out = -H g by the two-loop recursion over the `stored` newest pairs (pair j back from the
-    newest in row ring[(newest - j) % memory] of steps and changes), H0 = (s.y / y.y) I."""
-    memory = ring.shape[0]
-    size = gradient.size
-    out[:] = gradient
-    alphas = np.empty(stored)
-    for j in range(stored):
-        k = ring[(newest - j) % memory]
-        alphas[j] = inverse_curvatures[k] * _dot(steps[k], out)
-        step = -alphas[j]
-        for i in range(size):
-            out[i] += step * changes[k, i]
-    if stored:
-        k = ring[newest]
-        scale = 1.0 / (inverse_curvatures[k] * change_norms[k])
-        for i in range(size):
-            out[i] *= scale
-    for j in range(stored - 1, -1, -1):
-        k = ring[(newest - j) % memory]
-        coefficient = alphas[j] - inverse_curvatures[k] * _dot(changes[k], out)
-        for i in range(size):
-            out[i] += coefficient * steps[k, i]
-    for i in range(size):
-        out[i] = -out[i]
+    # Curvature pairs, a ring of `memory`: s = pair_s[p, r] and y = pair_y[p] as coefficients over
+    # the stored arrays; pair_slots[p]: the arrays the pair keeps (the gradient before it, its
+    # direction); rho[p, r] = 1 / s.y, 0 where row r does not use the pair.
+    n_ring = max(1, memory)
+    pair_s = np.zeros((n_ring, n_rows, n_slots))
+    pair_y = np.zeros((n_ring, n_slots))
+    pair_slots = np.full((n_ring, 2), -1, np.int64)
+    rho = np.zeros((n_ring, n_rows))
+    pair_gamma = np.zeros((n_ring, n_rows))  # s.y / y.y
+    order = np.zeros(n_ring, np.int64)  # ring positions, oldest first
+    n_pairs = 0
 
-
-@njit(cache=True)
-def maximize_row(features, counts, kappa, weights, max_iterations, memory, gtol, ftol):
-    """Improve one row's `weights` in place by at most `max_iterations` L-BFGS iterations; stop
-    early when every gradient entry (per count) is at most gtol or an iteration's relative
-    decrease falls to ftol."""
-    size = weights.size
-    scale = max(counts.sum(), 1.0)
-    scores = np.empty(counts.size)
-    direction = np.empty(size)
-    # the iterate and the trial point, and their gradients, swap roles when a step is taken
-    # (no copies); `current` is the caller's array again at the end
-    current, trial = weights, np.empty(size)
-    swapped = False
-    gradient, trial_gradient = np.empty(size), np.empty(size)
-    # memory + 1 rows of pairs: the spare takes the next pair, and becomes the newest (ring[newest])
-    # only if its curvature keeps the estimate positive definite
-    steps, changes = np.empty((memory + 1, size)), np.empty((memory + 1, size))
-    inverse_curvatures, change_norms = np.empty(memory + 1), np.empty(memory + 1)
-    ring = np.arange(memory)
-    spare = memory
-    stored, newest = 0, -1
-    value = _negated(features, counts, kappa, scale, current, gradient, scores)
-    for _ in range(max_iterations):
-        if _largest(gradient) <= gtol:
+    coefficients = np.zeros((n_rows, n_slots))
+    steps, slopes = np.zeros(n_rows), np.zeros(n_rows)
+    along_w, along_d = np.zeros(n_rows), np.zeros(n_rows)  # w . d and d . d
+    for iteration in range(1, max_iterations + 1):
+        if done.all():
             break
-        _direction(gradient, steps, changes, inverse_curvatures, change_norms, ring, newest, stored, direction)
-        slope = _dot(gradient, direction)
-        if slope >= 0.0:  # stale curvature pairs: restart from steepest descent
-            stored = 0
-            for i in range(size):
-                direction[i] = -gradient[i]
-            slope = -_dot(gradient, gradient)
-        # the first step has no curvature to scale it: take one of unit length
-        step = 1.0 if stored else 1.0 / max(np.sqrt(-slope), 1e-300)
-        accepted = False
+        final = iteration == max_iterations
+        # each row's direction, as coefficients over the stored arrays, and its first trial step
+        for r in range(n_rows):
+            coefficients[r] = 0.0
+            steps[r] = 0.0
+            if done[r]:
+                continue
+            curved = _direction(gram, r, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, coefficients[r])
+            slopes[r] = 0.0
+            along_w[r] = 0.0
+            for b in range(n_slots):
+                slopes[r] += coefficients[r, b] * gram[r, b, gradient]
+                along_w[r] += coefficients[r, b] * weight_dots[r, b]
+            along_d[r] = _quadratic(gram, r, coefficients[r], coefficients[r])
+            # a quasi-Newton step has unit length in its metric; steepest descent has no curvature
+            # to scale it, so its first trial moves the weights by one unit
+            steps[r] = 1.0 if curved else 1.0 / max(np.sqrt(-slopes[r]), 1e-300)
+        used = np.nonzero((coefficients != 0.0).sum(axis=0))[0]
+        if used.size == 0:
+            break
+        # the direction is direction_scale * pool[direction_slot], written out when it combines
+        # several stored arrays (then its gather reads one array, not several)
+        if used.size == 1:
+            direction_slot = used[0]
+            direction_scale = coefficients[:, direction_slot].copy()
+        else:
+            direction_slot = _free_slot(in_use)
+            live = np.nonzero(in_use)[0] if not final else no_slots
+            in_use[direction_slot] = True
+            made = combine(pool, used, np.ascontiguousarray(coefficients[:, used].T), direction_slot, live)
+            for i in range(live.size):
+                gram[:, direction_slot, live[i]] = made[i]
+                gram[:, live[i], direction_slot] = made[i]
+            gram[:, direction_slot, direction_slot] = made[live.size]
+            weight_dots[:, direction_slot] = along_w
+            direction_scale = np.ones(n_rows)
+        d_top, d_weighted = gather(rows, pool[direction_slot], direction_scale, counts, direction)
+
+        # the line search, every searching row at once
+        searching = ~done
+        accepted = np.zeros(n_rows, np.bool_)
+        trial_value, trial_log_z = value.copy(), log_z.copy()
         for _ in range(MAX_BACKTRACKS):
-            for i in range(size):
-                trial[i] = current[i] + step * direction[i]
-            trial_value = _negated(features, counts, kappa, scale, trial, trial_gradient, scores)
-            if np.isfinite(trial_value) and trial_value <= value + ARMIJO * step * slope:
-                accepted = True
+            if not searching.any():
                 break
-            if np.isfinite(trial_value):  # the minimiser of the quadratic through what is known
-                quadratic = -slope * step * step / (2.0 * (trial_value - value - slope * step))
-                step = min(max(quadratic, 0.1 * step), 0.5 * step)
+            shifts = top + steps * d_top  # max_v (S + t D) <= max S + t max D for t >= 0
+            mass, highest = log_partition(scores, direction, steps, shifts)
+            redo = searching & (highest < shifts - SHIFT_SLACK)
+            if redo.any():
+                exact, _ = log_partition(scores, direction, steps, highest)
+                for r in range(n_rows):
+                    if redo[r]:
+                        mass[r], shifts[r] = exact[r], highest[r]
+            for r in range(n_rows):
+                if not searching[r]:
+                    continue
+                t = steps[r]
+                lz = shifts[r] + np.log(mass[r])
+                norm = squared_norm[r] + 2.0 * t * along_w[r] + t * t * along_d[r]
+                candidate = (totals[r] * lz - weighted[r] - t * d_weighted[r] + 0.5 * kappa * norm) * inverse_scale[r]
+                if np.isfinite(candidate) and candidate <= value[r] + ARMIJO * t * slopes[r]:
+                    searching[r] = False
+                    accepted[r] = True
+                    trial_value[r], trial_log_z[r] = candidate, lz
+                elif np.isfinite(candidate):  # the minimiser of the quadratic through what is known
+                    quadratic = -slopes[r] * t * t / (2.0 * (candidate - value[r] - slopes[r] * t))
+                    steps[r] = min(max(quadratic, 0.1 * t), 0.5 * t)
+                else:
+                    steps[r] *= 0.1
+        for r in range(n_rows):
+            if not accepted[r]:  # the row keeps its point and stops
+                steps[r] = 0.0
+                done[r] = True
+        log_z[:] = trial_log_z
+        taken = steps * direction_scale
+        if final:
+            add_scaled(weights, pool[direction_slot], taken)
+            add_scaled(scores, direction, steps)
+            break
+        top, weighted = move_scores(scores, direction, steps, log_z, counts, totals, inverse_scale, residuals)
+
+        # the new pair (s = the step, y = new gradient - old); the oldest leaves a full ring first
+        if n_pairs == memory:
+            slot = order[0]
+            order[:n_pairs - 1] = order[1:n_pairs]
+            n_pairs -= 1
+            _release(in_use, pair_slots[slot], order, n_pairs, pair_slots, gradient, direction_slot)
+        else:
+            slot = n_pairs
+        previous = gradient
+        gradient = _free_slot(in_use)
+        live = np.nonzero(in_use)[0]
+        in_use[gradient] = True
+        dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, direction_slot, taken,
+                             gradient, live, previous)
+        n_live = live.size
+        for i in range(n_live):
+            gram[:, gradient, live[i]] = dots[i]
+            gram[:, live[i], gradient] = dots[i]
+            weight_dots[:, live[i]] = dots[n_live + i]
+        base = 2 * n_live
+        gram[:, gradient, gradient] = dots[base]
+        weight_dots[:, gradient] = dots[base + 1]
+        squared_norm = dots[base + 2].copy()
+        largest, change_norm, curvature = dots[base + 3], dots[base + 4], dots[base + 5]  # y.y, y.s
+        pair_y[slot] = 0.0
+        pair_y[slot, gradient] = 1.0
+        pair_y[slot, previous] = -1.0
+        pair_slots[slot, 0], pair_slots[slot, 1] = previous, direction_slot
+        for r in range(n_rows):
+            pair_s[slot, r] = 0.0
+            pair_s[slot, r, direction_slot] = taken[r]
+            if accepted[r] and curvature[r] > 1e-12 * change_norm[r]:  # keeps the estimate positive definite
+                rho[slot, r] = 1.0 / curvature[r]
+                pair_gamma[slot, r] = curvature[r] / change_norm[r]
             else:
-                step *= 0.1
-        if not accepted:
-            break
-        curvature, change = _pair(current, trial, gradient, trial_gradient, steps[spare], changes[spare])
-        if curvature > 1e-12 * change:  # keeps the estimate positive definite
-            newest = (newest + 1) % memory
-            ring[newest], spare = spare, ring[newest]  # the oldest pair's row (if full) is the new spare
-            inverse_curvatures[ring[newest]] = 1.0 / curvature
-            change_norms[ring[newest]] = change
-            stored = min(stored + 1, memory)
-        decrease = value - trial_value
-        current, trial = trial, current
-        gradient, trial_gradient = trial_gradient, gradient
-        swapped = not swapped
-        value = trial_value
-        if decrease <= ftol * max(abs(value), 1.0):
-            break
-    if swapped:
-        weights[:] = current
+                rho[slot, r] = 0.0
+            if accepted[r]:
+                decrease = value[r] - trial_value[r]
+                value[r] = trial_value[r]
+                if decrease <= ftol * max(abs(value[r]), 1.0) or largest[r] <= gtol:
+                    done[r] = True
+        order[n_pairs] = slot
+        n_pairs += 1
+
+
+@njit(cache=True)
+def _free_slot(in_use):
+    for i in range(in_use.size):
+        if not in_use[i]:
+            return i
+    raise RuntimeError("loglinear: no free array in the pool")
+
+
+@njit(cache=True)
+def _release(in_use, slots, order, n_pairs, pair_slots, gradient, direction_slot):
+    """Free the arrays an evicted pair kept, unless the current gradient, the direction just
+    taken or a remaining pair still uses them."""
+    for s in slots:
+        if s < 0 or s == gradient or s == direction_slot:
+            continue
+        still = False
+        for i in range(n_pairs):
+            for kept in pair_slots[order[i]]:
+                if kept == s:
+                    still = True
+        if not still:
+            in_use[s] = False
 
 
 @njit(cache=True, parallel=True)
-def maximize_rows(features, counts, kappa, weights, max_iterations, memory, gtol, ftol):
-    """maximize_row for every row r: counts[r] (outcomes) and weights[r] (features), in place."""
-    for r in prange(counts.shape[0]):
-        maximize_row(features, counts[r], kappa, weights[r], max_iterations, memory, gtol, ftol)
+def maximize_blocks(rows, columns, counts, kappa, weights, scores, log_z, pool, residuals, direction,
+                    max_iterations, memory, gtol, ftol):
+    """maximize on each block of rows (the leading axis of every array but rows and columns), the
+    blocks in parallel: the rows are independent problems, so threads share nothing."""
+    for b in prange(weights.shape[0]):
+        maximize(rows, columns, counts[b], kappa, weights[b], scores[b], log_z[b], pool[b],
+                 residuals[b], direction[b], max_iterations, memory, gtol, ftol)
 
 
 @njit(cache=True)
-def log_probabilities(features, weights, out):
-    """out[v, r] = log P(v | r): each row's softmax over outcomes v, in logs, for weights (rows x
-    features)."""
-    outcomes = out.shape[0]
-    scores, shifted = np.empty(outcomes), np.empty(outcomes)
-    for r in range(weights.shape[0]):
-        top = -np.inf
-        for v in range(outcomes):
-            scores[v] = _score(features, weights[r], v)
-            top = max(top, scores[v])
-        log_z = top + np.log(_sum(exp_shifted(scores, top, shifted)))
-        for v in range(outcomes):
-            out[v, r] = scores[v] - log_z
+def scores_and_log_z(rows, weights, scores, log_z):
+    """scores = phi W (outcomes x rows) and each row's log partition, for weights (features x rows)."""
+    n_rows = weights.shape[1]
+    top, _ = gather(rows, weights, np.ones(n_rows), np.zeros((0, n_rows)), scores)
+    mass, _ = log_partition(scores, scores, np.zeros(n_rows), top)
+    log_z[:] = top + np.log(mass)
+
+
+@njit(cache=True, fastmath=FAST)
+def probabilities_into(scores, log_z, out, take_log):
+    """out[v, r] = P(v | r) = exp(scores[v, r] - log_z[r]) (or its log, with take_log)."""
+    n_rows = scores.shape[1]
+    size = _tile_items(n_rows) * n_rows
+    s, o = scores.reshape(-1), out.reshape(-1)
+    shift = _tiled(log_z, size)
+    x = np.empty(size)
+    for a in range(0, s.shape[0], size):
+        n = min(size, s.shape[0] - a)
+        for i in range(n):
+            x[i] = s[np.uint64(a + i)] - shift[i]
+        if not take_log:
+            _exp_in_place(x[:n])
+        for i in range(n):
+            o[np.uint64(a + i)] = x[i]
 
 
 @njit(cache=True)
-def objective(features, counts, kappa, weights, gradient):
-    """The sum of row_objective over rows (counts: rows x outcomes, weights and gradient:
-    rows x features)."""
-    scores = np.empty(counts.shape[1])
-    total = 0.0
-    for r in range(counts.shape[0]):
-        total += row_objective(features, counts[r], kappa, weights[r], gradient[r], scores)
-    return total
+def objective(rows, columns, counts, kappa, weights, gradient):
+    """sum_{v,r} counts[v, r] log P(v | r) - kappa/2 |weights|^2 (counts outcomes x rows, weights
+    features x rows), and its gradient with respect to the weights into `gradient`."""
+    n_outcomes, n_rows = counts.shape
+    scores, log_z = np.empty((n_outcomes, n_rows)), np.empty(n_rows)
+    scores_and_log_z(rows, weights, scores, log_z)
+    totals = np.zeros(n_rows)
+    for v in range(n_outcomes):
+        totals += counts[v]
+    residuals = np.empty((n_outcomes, n_rows))
+    # with scale -1 the residuals are counts - N P, the ascent direction's
+    _, weighted = move_scores(scores, scores, np.zeros(n_rows), log_z, counts, totals, -np.ones(n_rows), residuals)
+    pool = gradient.reshape((1,) + gradient.shape)
+    dots = gradient_pass(columns, residuals, -kappa * np.ones(n_rows), weights.copy(), pool, -1, np.zeros(n_rows), 0,
+                         np.empty(0, np.int64), -1)
+    return (weighted - totals * log_z).sum() - 0.5 * kappa * dots[2].sum()

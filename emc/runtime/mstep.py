@@ -39,9 +39,8 @@ def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, 
     start = previous.features.get(t.name)
     if start is None:
         start = np.zeros(block.weight_shape)
-    weights = block.maximize(t.values(counts).copy(), start)
-    t.values(theta)[:] = np.exp(block.log_probabilities(weights))
-    return weights
+    # the counts are read before theta, which may be the same array, is written
+    return block.maximize(t.values(counts), start, probabilities=t.values(theta))
 
 
 def table_prior(t: TableLayout, overrides: dict[str, Prior] | None) -> Prior:

@@ -106,6 +106,14 @@ class PairFeaturedBlock:
         scores = self.design @ weights
         return scores - self._log_z(scores)[self.entry_rows]
 
+    def probabilities(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """P of every entry within its row, into `out` (a new array by default)."""
+        p = np.exp(self.log_probabilities(weights))
+        if out is None:
+            return p
+        out[:] = p
+        return out
+
     def penalty(self, weights: np.ndarray) -> float:
         return 0.5 * self.kappa * float(np.dot(weights, weights)) if self.kappa else 0.0
 
@@ -121,11 +129,14 @@ class PairFeaturedBlock:
             gradient -= self.kappa * weights
         return value, gradient
 
-    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None) -> np.ndarray:
+    def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None,
+                 probabilities: np.ndarray | None = None) -> np.ndarray:
         """New weights from expected counts (per entry), from `start`, by block-coordinate ascent
         (emc/runtime/pair_mstep.py): at most `max_iterations` turns (default ROUNDS) of Newton
         steps on every row's own weights given the shared ones, the penalty's rebalancing between
-        the two, then Newton steps on the shared ones. Each part never lowers the objective."""
+        the two, then Newton steps on the shared ones. Each part never lowers the objective.
+        `probabilities` (per entry; theta's view of the table, say) receives P under the new
+        weights."""
         weights = np.array(start, np.float64)
         first = self.n_features - len(self.pairs)
         own, shared = weights[:first], weights[first:]
@@ -137,6 +148,8 @@ class PairFeaturedBlock:
             previous, loss = loss, self._maximize_shared(self._conjoined @ own, counts, shared) + self.penalty(own)
             if previous - loss <= FTOL * abs(loss):
                 break
+        if probabilities is not None:
+            self.probabilities(weights, out=probabilities)
         return weights
 
     def _rebalance(self, own: np.ndarray, shared: np.ndarray) -> None:

@@ -62,7 +62,7 @@ def _featured_weights(saved: SavedRun, layout: ParamLayout, params: ParamState) 
         start = np.zeros(t.featured.weight_shape)
         start[:weights.shape[0]] = weights
         params.features[t.name] = start
-        t.values(params.theta)[:] = np.exp(t.featured.log_probabilities(start))
+        t.featured.probabilities(start, out=t.values(params.theta))
     return params
 
 

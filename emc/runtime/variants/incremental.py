@@ -160,7 +160,7 @@ def featured_mstep(state: FitState, t, sums: np.ndarray, drop_pseudo_counts: boo
 
 
 def _show(state: FitState, t) -> None:
-    t.values(state.params.theta)[:] = np.exp(t.featured.log_probabilities(state.params.features[t.name]))
+    t.featured.probabilities(state.params.features[t.name], out=t.values(state.params.theta))
     state.params.row_total[t.row_slice] = 1.0
 
 

@@ -75,8 +75,8 @@ class Stepwise(Variant):
     # mini-batch: an M-step costs L-BFGS iterations over every weight, far more than a mini-batch.
 
     def _show_featured(self, params, t) -> None:
-        p = np.exp(t.featured.log_probabilities(params.features[t.name]))
-        t.values(params.theta)[:] = p / params.scale[0]
+        shown = t.featured.probabilities(params.features[t.name], out=t.values(params.theta))
+        shown /= params.scale[0]
         params.row_total[t.row_slice] = 1.0 / params.scale[0]
 
     def _featured_mstep(self, state: FitState, k0: int, k1: int) -> None:
@@ -86,7 +86,7 @@ class Stepwise(Variant):
             return
         decay = float(np.prod(1.0 - (np.arange(k0, k1) + 2.0) ** -self.settings.alpha))
         for t in featured:
-            shown = np.exp(t.featured.log_probabilities(params.features[t.name]))
+            shown = t.featured.probabilities(params.features[t.name])
             mu = state.extra[f"featured_{t.name}"]
             mu *= decay
             mu += t.values(params.theta) * params.scale[0] - decay * shown
