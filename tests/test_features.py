@@ -144,6 +144,27 @@ def test_the_m_step_never_lowers_its_objective(seed):
     assert np.abs(block.objective(optimum, counts)[1]).max() < 1e-4  # a stationary point
 
 
+@pytest.mark.parametrize("blocks", [2, 3])
+def test_the_m_step_in_blocks_of_rows_equals_one_block(monkeypatch, blocks):
+    """With several threads the rows are split into blocks (the last one padded) that run in
+    parallel: each row is its own problem, so the weights, and the probabilities the M-step
+    writes, are those of one block."""
+    rng = np.random.default_rng(blocks)
+    words = ["<unk>", "walk", "walked", "talked", "Talk", "12", "a-b", "cat", "cats", "Cat", "dog"]
+    feats = (Feature("x", ()), Feature("x.suffix(2)", (("suffix", 2),)), Feature("x.capitalized", (("capitalized", None),)))
+    block = features.build("emit", 7, 0.5, feats, words, np.arange(len(words)) > 0)
+    counts = rng.gamma(0.8, size=(len(words), 7)) * block.active[:, None]
+    start = rng.normal(size=block.weight_shape)
+    one = block.maximize(counts, start, 5)
+    p_one = block.probabilities(one)
+    monkeypatch.setattr(features.numba, "get_num_threads", lambda: blocks)
+    table = np.empty(counts.shape)
+    split = block.maximize(counts, start, 5, probabilities=table)
+    np.testing.assert_allclose(split, one, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(table, p_one, rtol=1e-9, atol=1e-15)
+    assert block._scratch[0].shape[0] == blocks  # the split path ran
+
+
 def test_probabilities_are_normalised_over_seen_outcomes():
     block = random_block(np.random.default_rng(0), kappa=1.0)
     p = np.exp(block.log_probabilities(np.random.default_rng(1).normal(size=(block.n_features, block.rows))))

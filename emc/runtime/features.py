@@ -108,13 +108,12 @@ class FeaturedBlock:
         """The table (outcomes x rows) of blocks of scores and log Z (blocks x seen outcomes x
         width, blocks x width) into `out`."""
         blocks, _, width = scores.shape
-        direct = blocks == 1 and self._seen is not None and out.flags.c_contiguous
-        part = out[self._seen] if direct else np.empty(scores.shape[1:])
+        direct = self._seen is not None and out.flags.c_contiguous
+        seen = out[self._seen] if direct else np.empty((scores.shape[1], self.rows))
         for b in range(blocks):
-            loglinear.probabilities_into(scores[b], log_z[b], part, take_log)
-            if not direct:
-                columns = slice(b * width, min((b + 1) * width, self.rows))
-                out[self.active, columns] = part[:, :columns.stop - columns.start]
+            loglinear.probabilities_into(scores[b], log_z[b], seen, b * width, take_log)
+        if not direct:
+            out[self.active] = seen
         out[~self.active] = -np.inf if take_log else 0.0
         return out
 
@@ -143,15 +142,24 @@ class FeaturedBlock:
         iterations = max_iterations or MAX_ITERATIONS
         blocks = max(1, min(numba.get_num_threads(), self.rows // 2))
         width = -(-self.rows // blocks)
-        weights = _blocked(np.asarray(start, dtype=float), blocks, width, copy=True)
-        counts_blocked = _blocked(self._seen_counts(counts), blocks, width, copy=False)
-        pool, residuals, direction, scores = self._workspace(blocks, loglinear.pool_size(iterations, MEMORY), width)
+        pool, residuals, direction, scores, split = self._workspace(blocks, loglinear.pool_size(iterations, MEMORY), width)
         log_z = np.empty((blocks, width))
+        seen_counts = self._seen_counts(counts)
+        if blocks == 1:  # the arrays as they are: the new weights are a copy of the start
+            weights, counts_blocked = np.array(start, dtype=float, order="C")[None], seen_counts[None]
+        else:
+            weights, counts_blocked = split
+            loglinear.split_rows(np.ascontiguousarray(start, dtype=float), weights)
+            loglinear.split_rows(seen_counts, counts_blocked)
         loglinear.maximize_blocks(self._rows, self._columns, counts_blocked, self.kappa, weights, scores, log_z,
                                   pool, residuals, direction, iterations, MEMORY, GTOL, FTOL)
         if probabilities is not None:
             self._table(scores, log_z, probabilities, take_log=False)
-        return _unblocked(weights, self.rows)
+        if blocks == 1:
+            return weights[0]
+        out = np.empty((self.n_features, self.rows))
+        loglinear.join_rows(weights, out)
+        return out
 
     def _seen_counts(self, counts: np.ndarray) -> np.ndarray:
         seen = counts[self._seen] if self._seen is not None else counts[self.active]
@@ -159,11 +167,13 @@ class FeaturedBlock:
 
     def _workspace(self, blocks: int, slots: int, width: int) -> tuple:
         """The M-step's scratch arrays, kept from one M-step to the next: fresh ones of this size
-        cost page faults worth a third of the M-step (CoNLL-2000's emission block)."""
+        cost page faults worth a third of the M-step (CoNLL-2000's emission block). With several
+        blocks, also the blocks of the weights and the counts."""
         shape = (blocks, slots, self.n_features, width)
         if not self._scratch or self._scratch[0].shape != shape:
             outcomes = (blocks, self.phi_active.shape[0], width)
-            self._scratch = (np.empty(shape), np.empty(outcomes), np.empty(outcomes), np.empty(outcomes))
+            split = (np.empty((blocks, self.n_features, width)), np.empty(outcomes)) if blocks > 1 else ()
+            self._scratch = (np.empty(shape), np.empty(outcomes), np.empty(outcomes), np.empty(outcomes), split)
         return self._scratch
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
@@ -177,23 +187,6 @@ class FeaturedBlock:
             weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
             return weights
         return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
-
-
-def _blocked(a: np.ndarray, blocks: int, width: int, copy: bool) -> np.ndarray:
-    """(items x rows) as (blocks x items x width): contiguous blocks of rows, the last padded with
-    zero columns (a padded row has no counts and no weights, so it is converged from the start)."""
-    if blocks == 1:
-        return (a.copy() if copy else np.ascontiguousarray(a))[None]
-    out = np.zeros((blocks, a.shape[0], width))
-    for b in range(blocks):
-        part = a[:, b * width:(b + 1) * width]
-        out[b, :, :part.shape[1]] = part
-    return out
-
-
-def _unblocked(a: np.ndarray, rows: int) -> np.ndarray:
-    """The inverse of _blocked (a view for one block)."""
-    return a[0] if a.shape[0] == 1 else np.ascontiguousarray(np.concatenate(list(a), axis=1)[:, :rows])
 
 
 def build(name: str, rows: int, kappa: float, features: tuple[Feature, ...], values: list[str],

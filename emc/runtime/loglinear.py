@@ -642,21 +642,39 @@ def scores_and_log_z(rows, weights, scores, log_z):
 
 
 @njit(cache=True, fastmath=FAST)
-def probabilities_into(scores, log_z, out, take_log):
-    """out[v, r] = P(v | r) = exp(scores[v, r] - log_z[r]) (or its log, with take_log)."""
-    n_rows = scores.shape[1]
-    size = _tile_items(n_rows) * n_rows
-    s, o = scores.reshape(-1), out.reshape(-1)
-    shift = _tiled(log_z, size)
-    x = np.empty(size)
-    for a in range(0, s.shape[0], size):
-        n = min(size, s.shape[0] - a)
-        for i in range(n):
-            x[i] = s[np.uint64(a + i)] - shift[i]
+def probabilities_into(scores, log_z, out, first, take_log):
+    """out[v, first + r] = P(v | r) = exp(scores[v, r] - log_z[r]) (or its log, with take_log),
+    for the rows r of a block that fall within out's columns."""
+    n_rows = min(scores.shape[1], out.shape[1] - first)
+    x = np.empty(scores.shape[1])
+    for v in range(scores.shape[0]):
+        s, o = scores[v], out[v]
+        for r in range(x.shape[0]):
+            x[r] = s[r] - log_z[r]
         if not take_log:
-            _exp_in_place(x[:n])
-        for i in range(n):
-            o[np.uint64(a + i)] = x[i]
+            _exp_in_place(x)
+        for r in range(n_rows):
+            o[first + r] = x[r]
+
+
+@njit(cache=True)
+def split_rows(table, blocks):
+    """blocks[b, :, :] = columns b * width .. of table (items x rows), zeros past its last column."""
+    width = blocks.shape[2]
+    for b in range(blocks.shape[0]):
+        for i in range(table.shape[0]):
+            for r in range(width):
+                c = b * width + r
+                blocks[b, i, r] = table[i, c] if c < table.shape[1] else 0.0
+
+
+@njit(cache=True)
+def join_rows(blocks, table):
+    """The inverse of split_rows."""
+    width = blocks.shape[2]
+    for i in range(table.shape[0]):
+        for c in range(table.shape[1]):
+            table[i, c] = blocks[c // width, i, c % width]
 
 
 @njit(cache=True)
