@@ -91,17 +91,19 @@ def test_the_gradient_equals_finite_differences(seed):
         assert gradient[i, r] == pytest.approx(numeric, rel=1e-5, abs=1e-7)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("seed", range(4))
-def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_formula(seed):
+def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_formula(seed, rows):
     """loglinear.feature_rows keeps most outcomes' features in rows of one width and spills the
     rest (outcomes with many entries, as word vectors for some words only give): the objective and
-    its gradient over that form equal the formula over the dense matrix."""
+    its gradient over that form equal the formula over the dense matrix (one row, as a segmenter's
+    block has, takes the passes' scalar paths)."""
     import scipy.sparse
 
     from emc.runtime.loglinear import feature_columns, feature_rows, objective
 
     rng = np.random.default_rng(seed)
-    outcomes, n_features, rows = 30, 12, 3
+    outcomes, n_features = 30, 12
     dense = rng.normal(size=(outcomes, n_features)) * (rng.random((outcomes, n_features)) < 0.2)
     dense[rng.choice(outcomes, 3, replace=False)] = rng.normal(size=(3, n_features))  # a few full rows spill
     matrix = scipy.sparse.csr_matrix(dense)

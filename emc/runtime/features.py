@@ -10,9 +10,10 @@ the block's probability table as for any block, so they do not change.
 The M-step maximises  sum_{v,r} C[v,r] log P(v|r) - kappa/2 ||W||^2  over W with L-BFGS,
 warm-started from the previous W. With counts C (outcomes x rows) and column totals N:
     gradient = phi^T (C - P * N) - kappa W.
-The objective is a sum over rows, so each row is its own L-BFGS problem (emc/runtime/loglinear.py,
-compiled, rows in parallel). Its line search only accepts points that raise the objective (a GEM
-step), so the M-step objective never falls below that of the warm start.
+The objective is a sum over rows, so each row is its own L-BFGS problem, with its own line search;
+the rows are stepped in lockstep (emc/runtime/loglinear.py, compiled), in one block of rows per
+thread. The line search only accepts points that raise the objective (a GEM step), so the M-step
+objective never falls below that of the warm start.
 
 The softmax ranges over the outcomes seen in training (`active`); the others (`<unk>`, words of a
 view's vocabulary only decoding added) have probability 0, as in a plain block's maximum-likelihood
@@ -39,9 +40,9 @@ from emc.spec.check import Feature
 # iterations from the last weights follow the marginal likelihood's own gradient more closely
 # (the expected complete log-likelihood's gradient at the current weights is the marginal's), the
 # direct optimisation Berg-Kirkpatrick et al. found better than a full M-step. 2 keeps one
-# quasi-Newton step at about one E-step of cost (0.09 s beside 0.09 s on CoNLL-2000); 1 would
-# cost 30% less there at the same accuracy, but the featured segmenter on br-phono then reaches
-# 80.0% token F1 after 50 iterations against 82.6 (bench/segmentation_brphono.py --features).
+# quasi-Newton step; 1 gave the same accuracy on CoNLL-2000, but the featured segmenter on
+# br-phono then reaches 80.0% token F1 after 50 iterations against 82.6
+# (bench/segmentation_brphono.py --features).
 MAX_ITERATIONS = 2
 MEMORY = 5  # L-BFGS's history (curvature pairs per row)
 FTOL = 1e-15

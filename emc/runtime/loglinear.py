@@ -173,10 +173,32 @@ def _gather_row(rows, source, v, out):
 
 
 @njit(cache=True, fastmath=FAST)
+def _gather_one_row(rows, source, coefficient, counts, out):
+    """gather for a block of one row (a segmenter's word distribution), in scalars: a view per
+    feature read would cost more than the read."""
+    fixed_indices, fixed_values, spill_ptr, spill_indices, spill_values = rows
+    top, weighted = -np.inf, 0.0
+    for v in range(out.shape[0]):
+        s = 0.0
+        for k in range(fixed_indices.shape[1]):
+            s += fixed_values[v, k] * source[fixed_indices[v, k]]
+        for k in range(spill_ptr[v], spill_ptr[v + 1]):
+            s += spill_values[k] * source[spill_indices[k]]
+        s *= coefficient
+        out[v] = s
+        top = max(top, s)
+        if counts.shape[0]:
+            weighted += counts[v, 0] * s
+    return np.full(1, top), np.full(1, weighted)
+
+
+@njit(cache=True, fastmath=FAST)
 def gather(rows, source, coefficient, counts, out):
     """out = coefficient * (phi source), row by row (outcomes x rows; source features x rows);
     returns each row's largest entry and sum_v counts[v] out[v] (0 when counts has no outcomes)."""
     n_rows = out.shape[1]
+    if n_rows == 1:
+        return _gather_one_row(rows, source[:, 0], coefficient[0], counts, out[:, 0])
     top = np.full(n_rows, -np.inf)
     weighted = np.zeros(n_rows)
     part = np.empty(n_rows)
@@ -289,12 +311,19 @@ def gradient_pass(columns, residuals, kappa_scaled, weights, pool, step_slot, st
             k = np.uint64(a + i)
             stored[out_slot, k] = kappa_t[i] * w[k]
         first = a // n_rows
-        for f in range(first, first + n // n_rows):
-            g = pool[out_slot, f]
-            for k in range(column_ptr[f], column_ptr[f + 1]):
-                x, e = values[k], residuals[outcomes[k]]
-                for r in range(n_rows):
-                    g[r] += x * e[r]
+        if n_rows == 1:  # in scalars: a view per entry would cost more than the entry
+            for f in range(first, first + n):
+                total = 0.0
+                for k in range(column_ptr[f], column_ptr[f + 1]):
+                    total += values[k] * residuals[outcomes[k], 0]
+                stored[out_slot, f] += total
+        else:
+            for f in range(first, first + n // n_rows):
+                g = pool[out_slot, f]
+                for k in range(column_ptr[f], column_ptr[f + 1]):
+                    x, e = values[k], residuals[outcomes[k]]
+                    for r in range(n_rows):
+                        g[r] += x * e[r]
         for j in range(n_live):
             dg, dw, p = partial[j], partial[n_live + j], live[j]
             for i in range(n):
@@ -645,15 +674,30 @@ def scores_and_log_z(rows, weights, scores, log_z):
 def probabilities_into(scores, log_z, out, first, take_log):
     """out[v, first + r] = P(v | r) = exp(scores[v, r] - log_z[r]) (or its log, with take_log),
     for the rows r of a block that fall within out's columns."""
-    n_rows = min(scores.shape[1], out.shape[1] - first)
-    x = np.empty(scores.shape[1])
+    n_rows = scores.shape[1]
+    if first == 0 and n_rows == out.shape[1]:  # one block: flat tiles, as the other passes
+        size = _tile_items(n_rows) * n_rows
+        s, o = scores.reshape(-1), out.reshape(-1)
+        shift = _tiled(log_z, size)
+        x = np.empty(size)
+        for a in range(0, s.shape[0], size):
+            n = min(size, s.shape[0] - a)
+            for i in range(n):
+                x[i] = s[np.uint64(a + i)] - shift[i]
+            if not take_log:
+                _exp_in_place(x[:n])
+            for i in range(n):
+                o[np.uint64(a + i)] = x[i]
+        return
+    kept = min(n_rows, out.shape[1] - first)
+    x = np.empty(n_rows)
     for v in range(scores.shape[0]):
         s, o = scores[v], out[v]
-        for r in range(x.shape[0]):
+        for r in range(n_rows):
             x[r] = s[r] - log_z[r]
         if not take_log:
             _exp_in_place(x)
-        for r in range(n_rows):
+        for r in range(kept):
             o[first + r] = x[r]
 
 
