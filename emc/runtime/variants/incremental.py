@@ -155,8 +155,9 @@ def featured_mstep(state: FitState, t, sums: np.ndarray, drop_pseudo_counts: boo
         rows = t.local_rows().reshape(data.shape)
         pseudo[(np.bincount(rows.ravel(), weights=np.abs(data).ravel(), minlength=t.rows) > 0)[rows]] = 0.0
     mu = np.maximum(data + pseudo, 0.0)  # rounding only
-    state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name])
-    _show(state, t)
+    state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name],
+                                                        probabilities=t.values(state.params.theta))
+    state.params.row_total[t.row_slice] = 1.0
 
 
 def _show(state: FitState, t) -> None:

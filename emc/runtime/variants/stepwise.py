@@ -74,8 +74,11 @@ class Stepwise(Variant):
     # gradient M-step then runs every few slices (FEATURED_MSTEPS_PER_PASS a pass), not per
     # mini-batch: an M-step costs L-BFGS iterations over every weight, far more than a mini-batch.
 
-    def _show_featured(self, params, t) -> None:
-        shown = t.featured.probabilities(params.features[t.name], out=t.values(params.theta))
+    def _show_featured(self, params, t, shown: np.ndarray | None = None) -> None:
+        """theta shows the block's probabilities / scale: `shown` when theta's view of the table
+        holds them already (the M-step wrote them), else computed from the weights."""
+        if shown is None:
+            shown = t.featured.probabilities(params.features[t.name], out=t.values(params.theta))
         shown /= params.scale[0]
         params.row_total[t.row_slice] = 1.0 / params.scale[0]
 
@@ -91,8 +94,10 @@ class Stepwise(Variant):
             mu *= decay
             mu += t.values(params.theta) * params.scale[0] - decay * shown
             np.maximum(mu, 0.0, out=mu)  # rounding only
-            params.features[t.name] = t.featured.maximize(mu * self._corpus_scale(), params.features[t.name])
-            self._show_featured(params, t)
+            table = t.values(params.theta)
+            params.features[t.name] = t.featured.maximize(mu * self._corpus_scale(), params.features[t.name],
+                                                          probabilities=table)
+            self._show_featured(params, t, shown=table)
 
     def _corpus_scale(self) -> float:
         """mu averages the counts of one mini-batch; the M-step weighs them against the l2 penalty as
