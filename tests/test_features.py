@@ -122,15 +122,24 @@ def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_form
 
 
 def test_the_vectorised_exp_matches_libm():
-    """The M-step's own exp (loglinear.exp_shifted) is within a few units in the last place of
-    numpy's over the range a softmax meets, and 0 below the smallest normal double."""
-    from emc.runtime.loglinear import SMALLEST, exp_shifted
+    """The M-step's own exp (the tiles of loglinear.probabilities_into, one row or several, each
+    shifted by its log Z) is within a few units in the last place of numpy's over the range a
+    softmax meets, and 0 below the smallest normal double."""
+    from emc.runtime.loglinear import SMALLEST, probabilities_into
 
     x = np.concatenate([np.linspace(-708.0, 0.0, 200001), -np.logspace(-300, 2.8, 20001), [0.0, -0.0, -1e-320]])
-    got = exp_shifted(x, 0.0, np.empty_like(x))
-    np.testing.assert_allclose(got, np.exp(x), rtol=5e-16, atol=0)
-    shifted = exp_shifted(np.array([3.0, 3.0 + SMALLEST - 1.0, -1e300]), 3.0, np.empty(3))
-    assert shifted.tolist() == [1.0, 0.0, 0.0]
+    got = np.empty((x.size, 1))
+    probabilities_into(x[:, None], np.zeros(1), got, 0, False)
+    np.testing.assert_allclose(got[:, 0], np.exp(x), rtol=5e-16, atol=0)
+    shifts = np.array([3.0, -2.0, 0.5])
+    scores = x[:x.size - x.size % 3].reshape(-1, 3) + shifts
+    got = np.empty(scores.shape)
+    probabilities_into(scores, shifts, got, 0, False)
+    np.testing.assert_allclose(got, np.exp(scores - shifts), rtol=5e-16, atol=0)
+    edges = np.array([[3.0], [3.0 + SMALLEST - 1.0], [-1e300]])
+    got = np.empty((3, 1))
+    probabilities_into(edges, np.array([3.0]), got, 0, False)
+    assert got[:, 0].tolist() == [1.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 ARMIJO = 1e-4          # sufficient decrease: f(x + a d) <= f(x) + ARMIJO * a * g.d
-MAX_BACKTRACKS = 30    # then the row keeps the best point found so far
+MAX_BACKTRACKS = 30    # then the row keeps its point and stops
 FAST = {"contract"}    # fused multiply-adds; no reassociation, so results do not depend on alignment
 # A line search trial shifts each row's scores by a bound on their maximum (max S + t max phi D)
 # instead of a pass to find it; when the bound is this far above the true maximum the sum of exps
@@ -106,15 +106,6 @@ def _exp_in_place(x):
         x[i] = 1.0 + r * p
         bits[i] += np.int64(k) << 52  # times 2^k: k added to the exponent (normal, as y >= SMALLEST)
         x[i] *= kept
-
-
-@njit(cache=True, fastmath=FAST)
-def exp_shifted(scores, top, out):
-    """out[v] = exp(scores[v] - top) for scores[v] <= top (finite), vectorised."""
-    for v in range(scores.shape[0]):
-        out[v] = scores[v] - top
-    _exp_in_place(out)
-    return out
 
 
 # --- passes over every row at once ----------------------------------------------------------
@@ -440,7 +431,6 @@ def _direction(gram, r, gradient_slot, order, n_pairs, pair_s, pair_y, rho, gamm
     return False
 
 
-@njit(cache=True)
 def pool_size(max_iterations: int, memory: int) -> int:
     """The stored (features x rows) arrays `maximize` needs: the gradients and directions the
     curvature pairs keep, the current gradient and a direction being written out (the first
@@ -735,6 +725,6 @@ def objective(rows, columns, counts, kappa, weights, gradient):
     # with scale -1 the residuals are counts - N P, the ascent direction's
     _, weighted = move_scores(scores, scores, np.zeros(n_rows), log_z, counts, totals, -np.ones(n_rows), residuals)
     pool = gradient.reshape((1,) + gradient.shape)
-    dots = gradient_pass(columns, residuals, -kappa * np.ones(n_rows), weights.copy(), pool, -1, np.zeros(n_rows), 0,
+    dots = gradient_pass(columns, residuals, -kappa * np.ones(n_rows), weights, pool, -1, np.zeros(n_rows), 0,
                          np.empty(0, np.int64), -1)
     return (weighted - totals * log_z).sum() - 0.5 * kappa * dots[2].sum()
