@@ -30,7 +30,7 @@ import numpy as np
 from emc.io.vectors import read_vectors
 from emc.io.views import DENSE_VIEW, apply_views
 from emc.io.vocab import UNK
-from emc.runtime import loglinear
+from emc.runtime import feature_groups, loglinear
 from emc.spec.check import Feature
 
 # L-BFGS per M-step and row: at most this many iterations; stops earlier when the relative
@@ -76,16 +76,36 @@ class FeaturedBlock:
         self._seen = slice(int(seen[0]), int(seen[-1]) + 1) if seen.size and seen[-1] - seen[0] + 1 == seen.size else None
         self._scratch: tuple = ()
 
-    # The compiled passes' two forms of phi_active, made when first needed: decoding reads the
-    # saved table and never needs them (on br-phono's 1.4M entries they take 0.1 and 0.2 s).
+    # The compiled passes work on phi_active with its single-outcome features merged
+    # (emc/runtime/feature_groups.py), in two forms; all are made when first needed: decoding
+    # reads the saved table and never needs them (on br-phono's 1.4M entries they take 0.1 and
+    # 0.2 s).
+    @cached_property
+    def _merged(self) -> tuple:
+        """(merged matrix's (indptr, indices, values), its columns, column, unit)."""
+        return feature_groups.merge_singletons(self.phi_active.indptr, self.phi_active.indices.astype(np.int64),
+                                               self.phi_active.data, self.phi.shape[1])
+
     @cached_property
     def _rows(self) -> tuple:
-        return loglinear.feature_rows(self.phi_active.indptr, self.phi_active.indices, self.phi_active.data)
+        return loglinear.feature_rows(*self._merged[0])
 
     @cached_property
     def _columns(self) -> tuple:
-        return loglinear.feature_columns(self.phi_active.indptr, self.phi_active.indices, self.phi_active.data,
-                                         self.phi.shape[1])
+        return loglinear.feature_columns(*self._merged[0], self._merged[1])
+
+    def _project(self, weights: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+        """Weights (features x rows) as merged weights into blocks (blocks x merged x width)."""
+        _, _, column, unit = self._merged
+        feature_groups.project(np.ascontiguousarray(weights, dtype=float), column, unit, blocks)
+        return blocks
+
+    def _expand(self, blocks: np.ndarray) -> np.ndarray:
+        """The weights (features x rows) of merged ones in blocks."""
+        _, _, column, unit = self._merged
+        out = np.empty((self.n_features, self.rows))
+        feature_groups.expand(blocks, column, unit, out)
+        return out
 
     @property
     def n_features(self) -> int:
@@ -108,7 +128,8 @@ class FeaturedBlock:
     def _scores(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """phi_active W (seen outcomes x rows) and each row's log Z, as one block."""
         scores, log_z = np.empty((1, self.phi_active.shape[0], self.rows)), np.empty((1, self.rows))
-        loglinear.scores_and_log_z(self._rows, np.ascontiguousarray(weights, dtype=float), scores[0], log_z[0])
+        merged = self._project(weights, np.empty((1, self._merged[1], self.rows)))
+        loglinear.scores_and_log_z(self._rows, merged[0], scores[0], log_z[0])
         return scores, log_z
 
     def _table(self, scores: np.ndarray, log_z: np.ndarray, out: np.ndarray, take_log: bool) -> np.ndarray:
@@ -127,10 +148,14 @@ class FeaturedBlock:
     def objective(self, weights: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
         """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
         (features x rows). Counts of inactive outcomes are left out (they have none in training)."""
-        gradient = np.empty((self.n_features, self.rows))
-        value = loglinear.objective(self._rows, self._columns, self._seen_counts(counts), self.kappa,
-                                    np.ascontiguousarray(weights, dtype=float), gradient)
-        return value, gradient
+        weights = np.ascontiguousarray(weights, dtype=float)
+        merged = self._project(weights, np.empty((1, self._merged[1], self.rows)))
+        # the likelihood's part through the merged features (it sees the weights only through the
+        # scores), the penalty's on the weights as they are: any weights, not only merged ones
+        data_gradient = np.empty_like(merged)
+        likelihood = loglinear.objective(self._rows, self._columns, self._seen_counts(counts), 0.0, merged[0],
+                                         data_gradient[0])
+        return likelihood - self.penalty(weights), self._expand(data_gradient) - self.kappa * weights
 
     def penalty(self, weights: np.ndarray) -> float:
         if not self.kappa:
@@ -141,32 +166,30 @@ class FeaturedBlock:
     def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None,
                  probabilities: np.ndarray | None = None) -> np.ndarray:
         """New weights (features x rows) from expected counts (outcomes x rows), by L-BFGS on each
-        row from `start` (at most `max_iterations`, default MAX_ITERATIONS), the rows in blocks,
-        one per thread. `probabilities` (outcomes x rows: theta's view of the table, say) receives
-        P under the new weights, from the M-step's own final scores. The starting scores are
-        gathered from `start` afresh, never kept from an earlier M-step: a resumed fit, which
-        gathers them, then takes exactly the path of an uninterrupted one."""
+        row's merged weights, projected from `start` (at most `max_iterations`, default
+        MAX_ITERATIONS), the rows in blocks, one per thread. `probabilities` (outcomes x rows:
+        theta's view of the table, say) receives P under the new weights, from the M-step's own
+        final scores. The starting scores are gathered from `start` afresh, never kept from an
+        earlier M-step: a resumed fit, which gathers them, then takes exactly the path of an
+        uninterrupted one."""
         iterations = max_iterations or MAX_ITERATIONS
         blocks = max(1, min(numba.get_num_threads(), self.rows // 2))
         width = -(-self.rows // blocks)
-        pool, residuals, direction, scores, split = self._workspace(blocks, loglinear.pool_size(iterations, MEMORY), width)
+        pool, residuals, direction, scores, weights, split_counts = self._workspace(
+            blocks, loglinear.pool_size(iterations, MEMORY), width)
         log_z = np.empty((blocks, width))
         seen_counts = self._seen_counts(counts)
-        if blocks == 1:  # the arrays as they are: the new weights are a copy of the start
-            weights, counts_blocked = np.array(start, dtype=float, order="C")[None], seen_counts[None]
+        if blocks == 1:
+            counts_blocked = seen_counts[None]
         else:
-            weights, counts_blocked = split
-            loglinear.split_rows(np.ascontiguousarray(start, dtype=float), weights)
+            counts_blocked = split_counts
             loglinear.split_rows(seen_counts, counts_blocked)
+        self._project(start, weights)
         loglinear.maximize_blocks(self._rows, self._columns, counts_blocked, self.kappa, weights, scores, log_z,
                                   pool, residuals, direction, iterations, MEMORY, GTOL, FTOL)
         if probabilities is not None:
             self._table(scores, log_z, probabilities, take_log=False)
-        if blocks == 1:
-            return weights[0]
-        out = np.empty((self.n_features, self.rows))
-        loglinear.join_rows(weights, out)
-        return out
+        return self._expand(weights)
 
     def _seen_counts(self, counts: np.ndarray) -> np.ndarray:
         seen = counts[self._seen] if self._seen is not None else counts[self.active]
@@ -174,13 +197,14 @@ class FeaturedBlock:
 
     def _workspace(self, blocks: int, slots: int, width: int) -> tuple:
         """The M-step's scratch arrays, kept from one M-step to the next: fresh ones of this size
-        cost page faults worth a third of the M-step (CoNLL-2000's emission block). With several
-        blocks, also the blocks of the weights and the counts."""
-        shape = (blocks, slots, self.n_features, width)
+        cost page faults worth a third of the M-step (CoNLL-2000's emission block). Among them the
+        blocks of merged weights, and with several blocks those of the counts."""
+        shape = (blocks, slots, self._merged[1], width)
         if not self._scratch or self._scratch[0].shape != shape:
             outcomes = (blocks, self.phi_active.shape[0], width)
-            split = (np.empty((blocks, self.n_features, width)), np.empty(outcomes)) if blocks > 1 else ()
-            self._scratch = (np.empty(shape), np.empty(outcomes), np.empty(outcomes), np.empty(outcomes), split)
+            split_counts = np.empty(outcomes) if blocks > 1 else None
+            self._scratch = (np.empty(shape), np.empty(outcomes), np.empty(outcomes), np.empty(outcomes),
+                             np.empty(shape[:1] + shape[2:]), split_counts)
         return self._scratch
 
     def initial_weights(self, table: np.ndarray) -> np.ndarray:
@@ -192,7 +216,8 @@ class FeaturedBlock:
             log_table = np.log(np.maximum(table[self.active], 1e-300))
             # a row's shift leaves its softmax alone: centre it, so the start costs little penalty
             weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
-            return weights
+            # the same scores with the least penalty: spread over the merged features' subspace
+            return self._expand(self._project(weights, np.empty((1, self._merged[1], self.rows))))
         return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
 
 

@@ -1,0 +1,95 @@
+"""The featured M-step's compact weights: a feature seen with a single training outcome is merged
+with the other such features of that outcome.
+
+Columns of phi that each hold one outcome v (the word's identity, its lowercase form when no
+other word shares it, a suffix only v has) are multiples of one column e_v: phi_i = x_i e_v. Their
+weights enter the objective only through x . w over the group (the score of v) and the penalty
+|w|^2, so the objective restricted to w = u c, with u = x / |x|, is the objective of one feature of
+value |x| and weight c: the map c -> u c is an isometry onto a subspace that holds every gradient,
+step and curvature pair of L-BFGS started in it, and L-BFGS on the merged features takes the same
+iterates as on the full ones. Projecting a start onto the subspace keeps every score and only
+lowers the penalty (a GEM step still). On CoNLL-2000's emission block 40,530 features become 22,831
+(every word has its group), and each array the optimiser keeps shrinks with them.
+
+A column no training outcome has (a feature of `<unk>` or of decode-only words) carries no data:
+its optimal weight is 0, and the merged form drops it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def merge_singletons(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                     n_features: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int, np.ndarray, np.ndarray]:
+    """For an (outcome x feature) CSR matrix: ((indptr, indices, values) of the merged matrix,
+    its number of columns, `column` (each feature's merged column, -1 when dropped) and `unit`
+    (each feature's weight is unit * its merged column's weight)). Merged columns: one per outcome
+    that has single-outcome features, in outcome order, then the shared features in their order;
+    each outcome's entries in increasing column order."""
+    n_outcomes = len(indptr) - 1
+    rows = np.repeat(np.arange(n_outcomes), np.diff(indptr))
+    nonzero = values != 0
+    rows, indices, values = rows[nonzero], indices[nonzero], values[nonzero]
+    per_column = np.bincount(indices, minlength=n_features)
+    single = per_column[indices] == 1  # entry by entry
+    grouped = np.zeros(n_outcomes, bool)
+    grouped[rows[single]] = True
+    group = np.cumsum(grouped) - 1
+    n_groups = int(grouped.sum())
+    shared = per_column >= 2
+    column = np.full(n_features, -1, np.int64)
+    column[indices[single]] = group[rows[single]]
+    column[shared] = n_groups + np.arange(int(shared.sum()))
+    norm = np.sqrt(np.bincount(group[rows[single]], weights=values[single] ** 2, minlength=n_groups))
+    unit = np.ones(n_features)
+    unit[indices[single]] = values[single] / norm[group[rows[single]]]
+    merged_rows = np.concatenate([np.flatnonzero(grouped), rows[~single]])
+    merged_columns = np.concatenate([np.arange(n_groups), column[indices[~single]]])
+    merged_values = np.concatenate([norm, values[~single]])
+    order = np.lexsort((merged_columns, merged_rows))
+    merged_indptr = np.zeros(n_outcomes + 1, np.int64)
+    np.cumsum(np.bincount(merged_rows, minlength=n_outcomes), out=merged_indptr[1:])
+    merged = (merged_indptr, merged_columns[order].astype(np.int64), merged_values[order].astype(float))
+    return merged, n_groups + int(shared.sum()), column, unit
+
+
+@njit(cache=True)
+def project(weights, column, unit, blocks):
+    """blocks[b, :, r] = the merged weights of row b * width + r of `weights` (features x rows):
+    sum over a merged column's features of unit * weight; zeros past the last row (the padding of
+    the last block)."""
+    blocks[:] = 0.0
+    width = blocks.shape[2]
+    for i in range(weights.shape[0]):
+        c = column[i]
+        if c < 0:
+            continue
+        u, source = unit[i], weights[i]
+        if blocks.shape[0] == 1:
+            target = blocks[0, c]
+            for r in range(source.shape[0]):
+                target[r] += u * source[r]
+        else:
+            for r in range(source.shape[0]):
+                blocks[r // width, c, r % width] += u * source[r]
+
+
+@njit(cache=True)
+def expand(blocks, column, unit, out):
+    """The inverse of project on the merged subspace: out[i, r] = unit[i] * the merged weight of
+    feature i's column in row r (0 for a dropped feature)."""
+    width = blocks.shape[2]
+    for i in range(out.shape[0]):
+        c, target = column[i], out[i]
+        if c < 0:
+            target[:] = 0.0
+            continue
+        u = unit[i]
+        if blocks.shape[0] == 1:
+            source = blocks[0, c]
+            for r in range(target.shape[0]):
+                target[r] = u * source[r]
+        else:
+            for r in range(target.shape[0]):
+                target[r] = u * blocks[r // width, c, r % width]
