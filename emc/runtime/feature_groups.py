@@ -58,38 +58,42 @@ def merge_singletons(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray
 def project(weights, column, unit, blocks):
     """blocks[b, :, r] = the merged weights of row b * width + r of `weights` (features x rows):
     sum over a merged column's features of unit * weight; zeros past the last row (the padding of
-    the last block)."""
+    the last block). Flat indices, no view per feature: a segmenter's block has one row and
+    hundreds of thousands of features."""
     blocks[:] = 0.0
-    width = blocks.shape[2]
+    n_rows, width = weights.shape[1], blocks.shape[2]
+    source, target = weights.reshape(-1), blocks.reshape(-1)
+    block_size = blocks.shape[1] * width
     for i in range(weights.shape[0]):
         c = column[i]
         if c < 0:
             continue
-        u, source = unit[i], weights[i]
+        u = unit[i]
         if blocks.shape[0] == 1:
-            target = blocks[0, c]
-            for r in range(source.shape[0]):
-                target[r] += u * source[r]
+            for r in range(n_rows):
+                target[np.uint64(c * width + r)] += u * source[np.uint64(i * n_rows + r)]
         else:
-            for r in range(source.shape[0]):
-                blocks[r // width, c, r % width] += u * source[r]
+            for r in range(n_rows):
+                b = r // width
+                target[np.uint64(b * block_size + c * width + r - b * width)] += u * source[np.uint64(i * n_rows + r)]
 
 
 @njit(cache=True)
 def expand(blocks, column, unit, out):
     """The inverse of project on the merged subspace: out[i, r] = unit[i] * the merged weight of
     feature i's column in row r (0 for a dropped feature)."""
-    width = blocks.shape[2]
+    n_rows, width = out.shape[1], blocks.shape[2]
+    source, target = blocks.reshape(-1), out.reshape(-1)
+    block_size = blocks.shape[1] * width
     for i in range(out.shape[0]):
-        c, target = column[i], out[i]
+        c, u = column[i], unit[i]
         if c < 0:
-            target[:] = 0.0
-            continue
-        u = unit[i]
-        if blocks.shape[0] == 1:
-            source = blocks[0, c]
-            for r in range(target.shape[0]):
-                target[r] = u * source[r]
+            for r in range(n_rows):
+                target[np.uint64(i * n_rows + r)] = 0.0
+        elif blocks.shape[0] == 1:
+            for r in range(n_rows):
+                target[np.uint64(i * n_rows + r)] = u * source[np.uint64(c * width + r)]
         else:
-            for r in range(target.shape[0]):
-                target[r] = u * blocks[r // width, c, r % width]
+            for r in range(n_rows):
+                b = r // width
+                target[np.uint64(i * n_rows + r)] = u * source[np.uint64(b * block_size + c * width + r - b * width)]
