@@ -76,3 +76,14 @@ def test_lbfgs_on_merged_features_takes_the_full_iterates(iterations):
     start = block.maximize(counts, rng.normal(size=block.weight_shape), 1)  # in the subspace now
     expected = full_lbfgs(block, counts, start, iterations)
     np.testing.assert_allclose(block.maximize(counts, start, iterations), expected, rtol=1e-9, atol=1e-11)
+
+
+def test_info_shows_an_outcomes_alike_features_once():
+    """`emc info` lists a merged column's features once when they weigh alike (as the M-step
+    leaves them), with their number, and apart when they do not (a model saved before merging)."""
+    from emc.runtime.info import _heaviest_alike
+
+    merged = np.array([0, 0, 1, -1, 2, 2, 0])
+    weights = np.array([1.0, 1.0, 0.5, 2.0, 0.3, 0.2, 1.0])
+    assert _heaviest_alike(weights, merged, 3) == [(3, 1), (0, 3), (2, 1)]
+    assert _heaviest_alike(weights, merged, 5) == [(3, 1), (0, 3), (2, 1), (4, 1), (5, 1)]

@@ -96,6 +96,13 @@ class FeaturedBlock:
     def _columns(self) -> tuple:
         return loglinear.feature_columns(*self._merged[0], self._merged[1])
 
+    @property
+    def merged_columns(self) -> np.ndarray:
+        """Each feature's merged column (-1 for a feature no training outcome has): the features
+        that share one are their outcome's only ones, and their weights are its merged weight
+        times their values (alike, for indicators)."""
+        return self._merged[2]
+
     def _project(self, weights: np.ndarray, blocks: np.ndarray) -> np.ndarray:
         """Weights (features x rows) as merged weights into blocks (blocks x merged x width)."""
         _, _, column, unit = self._merged

@@ -98,12 +98,32 @@ def describe_run(run: str, top: int = 8) -> str:
         block = build(factor.table, weights.shape[1], factor.l2, factor.features, values)
         rows = " x ".join(factor.context_spaces) or "(one row)"
         lines.append(f"block {factor.name}: {block.n_features} features x {weights.shape[1]} rows over {rows}, "
-                     f"l2({factor.l2:g}); the {top} heaviest features of each row:")
+                     f"l2({factor.l2:g}); the {top} heaviest features of each row (xN: N features only one "
+                     f"outcome has, weighing alike, shown once):")
         for r in range(weights.shape[1]):
-            heaviest = np.argsort(-weights[:, r], kind="stable")[:top]
-            cells = ", ".join(f"{block.feature_names[i]} {weights[i, r]:+.2f}" for i in heaviest)
+            cells = ", ".join(f"{block.feature_names[i]} {weights[i, r]:+.2f}" + (f" (x{n})" if n > 1 else "")
+                              for i, n in _heaviest_alike(weights[:, r], block.merged_columns, top))
             lines.append(f"  row {r}: {cells}")
     return "\n".join(lines)
+
+
+def _heaviest_alike(weights: np.ndarray, merged: np.ndarray, top: int) -> list[tuple[int, int]]:
+    """The `top` heaviest features of a row as (feature, how many): the features of one merged
+    column with the same weight (an outcome's own features, which the M-step fits alike) count
+    once, under the first of them."""
+    members: dict[int, np.ndarray] = {}
+    out, listed = [], set()
+    for i in np.argsort(-weights, kind="stable"):
+        c = int(merged[i])
+        if c < 0:
+            out.append((int(i), 1))
+        elif (c, weights[i]) not in listed:
+            listed.add((c, weights[i]))
+            group = members.setdefault(c, np.flatnonzero(merged == c))
+            out.append((int(i), int((weights[group] == weights[i]).sum())))
+        if len(out) == top:
+            break
+    return out
 
 
 def _sparse_feature_lines(factor, table, vocabs: dict, weights: np.ndarray, top: int) -> list[str]:
