@@ -69,13 +69,10 @@ def project(weights, column, unit, blocks):
         if c < 0:
             continue
         u = unit[i]
-        if blocks.shape[0] == 1:
-            for r in range(n_rows):
-                target[np.uint64(c * width + r)] += u * source[np.uint64(i * n_rows + r)]
-        else:
-            for r in range(n_rows):
-                b = r // width
-                target[np.uint64(b * block_size + c * width + r - b * width)] += u * source[np.uint64(i * n_rows + r)]
+        for b in range(blocks.shape[0]):
+            into, first = b * block_size + c * width, i * n_rows + b * width
+            for r in range(min(width, n_rows - b * width)):
+                target[np.uint64(into + r)] += u * source[np.uint64(first + r)]
 
 
 @njit(cache=True)
@@ -90,10 +87,8 @@ def expand(blocks, column, unit, out):
         if c < 0:
             for r in range(n_rows):
                 target[np.uint64(i * n_rows + r)] = 0.0
-        elif blocks.shape[0] == 1:
-            for r in range(n_rows):
-                target[np.uint64(i * n_rows + r)] = u * source[np.uint64(c * width + r)]
-        else:
-            for r in range(n_rows):
-                b = r // width
-                target[np.uint64(i * n_rows + r)] = u * source[np.uint64(b * block_size + c * width + r - b * width)]
+            continue
+        for b in range(blocks.shape[0]):
+            into, first = i * n_rows + b * width, b * block_size + c * width
+            for r in range(min(width, n_rows - b * width)):
+                target[np.uint64(into + r)] = u * source[np.uint64(first + r)]
