@@ -163,10 +163,9 @@ def main() -> None:
         problem = load(spec, files=tuple(args.files))
         tokens = int(problem.corpus.lengths().sum())
         print(f"{label(spec, budget)}: {problem.n_examples} sentences, {tokens} tokens", flush=True)
-        if budget is not None:
-            features.MAX_ITERATIONS = budget
         for seed in args.seeds:
-            rows, estep, mstep = run(problem, FitSettings(iterations=max(points), tolerance=0, seed=seed), points)
+            settings = FitSettings(iterations=max(points), tolerance=0, seed=seed, mstep_iterations=budget)
+            rows, estep, mstep = run(problem, settings, points)
             results[label(spec, budget), seed] = rows, estep, mstep
             cells = "  ".join(f"@{c}: m-1 {100 * rows[c]['many_to_one']:.2f} 1-1 {100 * rows[c]['one_to_one']:.2f}"
                               for c in points)

@@ -583,3 +583,36 @@ def test_incremental_em_runs_the_gradient_m_step_on_its_statistics(tmp_path, blo
         weights = emit.featured.maximize(np.maximum(emit.matrix(mu), 0.0), weights)
     np.testing.assert_allclose(result.params.features["emit"], weights, rtol=1e-5, atol=1e-8)
     np.testing.assert_allclose(result.params.weights(layout), current(), rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["batch", "stepwise", "incremental"])
+def test_mstep_iterations_caps_every_featured_m_step(tmp_path, monkeypatch, algorithm):
+    """--mstep-iterations N reaches each featured M-step of every variant (its own budget
+    otherwise), and the fit's objective follows from it."""
+    problem = problem_from_lines(tmp_path, FEATURED, LINES)
+    budgets = []
+    original = features.FeaturedBlock.maximize
+
+    def recording(self, counts, start, max_iterations=None, probabilities=None):
+        budgets.append(max_iterations)
+        return original(self, counts, start, max_iterations, probabilities)
+
+    monkeypatch.setattr(features.FeaturedBlock, "maximize", recording)
+    settings = dict(algorithm=algorithm, iterations=3, passes=2, tolerance=0, eval_every=0)
+    one = fit(problem, FitSettings(**settings, mstep_iterations=1)).history[-1]["objective"]
+    assert budgets and set(budgets) == {1}
+    budgets.clear()
+    fit(problem, FitSettings(**settings))
+    assert budgets and set(budgets) == {None}
+    budgets.clear()
+    many = fit(problem, FitSettings(**settings, mstep_iterations=20)).history[-1]["objective"]
+    assert set(budgets) == {20} and many != one
+
+
+def test_mstep_iterations_below_one_is_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    spec, data = tmp_path / "f.em", tmp_path / "train.txt"
+    spec.write_text(FEATURED)
+    data.write_text("\n".join(LINES) + "\n")
+    assert main(["fit", str(spec), str(data), "--mstep-iterations", "0", "--out", str(run)]) != 0
+    assert "--mstep-iterations 0: a featured block's M-step needs at least one iteration" in capsys.readouterr().err

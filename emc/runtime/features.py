@@ -35,11 +35,12 @@ from emc.io.vocab import UNK
 from emc.runtime import feature_groups, loglinear
 from emc.spec.check import Feature
 
-# L-BFGS per M-step and row: at most this many iterations; stops earlier when the relative
-# objective change falls below FTOL or every gradient entry below GTOL. A partial M-step from the
-# previous weights is still a GEM step, and on CoNLL-2000 small ones learned more per EM iteration
-# (bench/features_pos.py --mstep-iterations, 3 seeds, many-to-one after 50 / 100 iterations):
-# 1: 70.7 / 72.1, 2: 70.8 / 72.8, 5: 66.6 / 68.6 (25 gave 62.9 after 50 on seed 1). Few
+# L-BFGS per M-step and row: at most this many iterations, unless the fit says otherwise
+# (--mstep-iterations); stops earlier when the relative objective change falls below FTOL or every
+# gradient entry below GTOL. A partial M-step from the previous weights is still a GEM step, and
+# on CoNLL-2000 small ones learned more per EM iteration (bench/features_pos.py
+# --mstep-iterations, 3 seeds, many-to-one after 50 / 100 iterations): 1: 70.6 / 72.0,
+# 2: 70.4 / 71.6, 5: 67.2 / 69.2 (25 gave 62.9 after 50 on seed 1, before merged features). Few
 # iterations from the last weights follow the marginal likelihood's own gradient more closely
 # (the expected complete log-likelihood's gradient at the current weights is the marginal's), the
 # direct optimisation Berg-Kirkpatrick et al. found better than a full M-step. 2 keeps one

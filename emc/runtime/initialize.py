@@ -116,4 +116,4 @@ def initial_params(problem: Problem, settings, executor, rng: np.random.Generato
         counts = own[name](problem, executor, rng)
     if name == "labeled":
         counts = counts + np.where(layout.learned_mask(), start.theta, 0.0)
-    return maximize(layout, counts, start, settings.regularizers)
+    return maximize(layout, counts, start, settings.regularizers, featured_iterations=settings.mstep_iterations)

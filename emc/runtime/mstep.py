@@ -15,16 +15,18 @@ from emc.runtime.params import ParamLayout, ParamState, TableLayout
 
 
 def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, overrides: dict[str, Prior] | None = None,
-             out: np.ndarray | None = None) -> ParamState:
+             out: np.ndarray | None = None, featured_iterations: int | None = None) -> ParamState:
     """New parameters from expected counts (learned tables); fixed tables and weights are kept.
     `overrides` maps a table name to the prior replacing the spec's (the CLI's --smooth /
     --prior). The parameters go into `out` (a new array by default), which may be `counts`
-    itself: the counts are then consumed, and no third table-sized array is needed."""
+    itself: the counts are then consumed, and no third table-sized array is needed.
+    `featured_iterations` caps a featured block's optimiser (--mstep-iterations; None: the
+    block's own budget)."""
     theta = np.empty(layout.size) if out is None else out
     features: dict[str, np.ndarray] = {}
     for t in layout.tables:
         if t.featured is not None:
-            features[t.name] = maximize_featured(t, counts, previous, theta)
+            features[t.name] = maximize_featured(t, counts, previous, theta, featured_iterations)
         elif t.kind == "learned":
             table_prior(t, overrides).maximize(counts[t.entries], t.entry_rows, t.rows, out=theta[t.entries])
         else:
@@ -32,7 +34,8 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
     return ParamState.plain(theta, layout, features)
 
 
-def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, theta: np.ndarray) -> np.ndarray:
+def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, theta: np.ndarray,
+                      iterations: int | None = None) -> np.ndarray:
     """The gradient M-step of a featured table (emc/runtime/features.py), warm-started from the
     previous weights; its probabilities go into theta (which may be `counts` itself)."""
     block = t.featured
@@ -40,7 +43,7 @@ def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, 
     if start is None:
         start = np.zeros(block.weight_shape)
     # the counts are read before theta, which may be the same array, is written
-    return block.maximize(t.values(counts), start, probabilities=t.values(theta))
+    return block.maximize(t.values(counts), start, iterations, probabilities=t.values(theta))
 
 
 def table_prior(t: TableLayout, overrides: dict[str, Prior] | None) -> Prior:

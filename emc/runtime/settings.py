@@ -68,6 +68,11 @@ class FitSettings:
     labeled_weight: float = _setting(1.0, "semi-supervised: weight of the labeled examples' counts")
     unlabeled_weight: float = _setting(1.0, "semi-supervised: weight lambda of the unlabeled examples' counts "
                                        "(Nigam et al. 2000)")
+    # featured blocks (emc/runtime/features.py; a pair table's, emc/runtime/pair_features.py)
+    mstep_iterations: int | None = _setting(
+        None, "featured blocks: at most N iterations of the gradient M-step's optimiser per M-step (default: 2 "
+        "L-BFGS iterations per row, a pair table's 3 turns); a partial M-step is still a GEM step, and fewer "
+        "iterations cost less (docs/writing-models.md measures both ways)", metavar="N")
     restarts: int = _setting(1, "run from this many seeds (seed, seed+1, ...) and keep the best training objective")
     samples: int = _setting(10, "posterior samples per example per iteration", "stochastic")
     samples_growth: float = _setting(1.0, "multiply the samples by G each iteration (1: fixed)", "stochastic",

@@ -202,8 +202,11 @@ class Agreement:
         counts_r = _link_counts(reverse, params[1], self.weights[1], post_r, post_f)[0]
         objective = self.objective(params, [log_z_f, log_z_r])
         del post_f, post_r
-        self._set(state, [maximize(forward.problem.layout, counts_f, params[0], self.settings.regularizers),
-                          maximize(reverse.problem.layout, counts_r, params[1], self.settings.regularizers)])
+        budget = self.settings.mstep_iterations
+        self._set(state, [maximize(forward.problem.layout, counts_f, params[0], self.settings.regularizers,
+                                   featured_iterations=budget),
+                          maximize(reverse.problem.layout, counts_r, params[1], self.settings.regularizers,
+                                   featured_iterations=budget)])
         return {"iteration": state.step + 1, "objective": objective, "seconds_ahead": ahead}
 
     def final_objective(self, state: FitState) -> float:

@@ -42,6 +42,9 @@ class Variant:
         if featured and self.refuses_features:
             raise EmcError(f"--algorithm {self.name} cannot fit featured blocks ({', '.join(featured)}): "
                            f"{self.refuses_features}")
+        if settings.mstep_iterations is not None and settings.mstep_iterations < 1:
+            raise EmcError(f"--mstep-iterations {settings.mstep_iterations}: a featured block's M-step needs at least "
+                           "one iteration of its optimiser")
         overridden = sorted(set(featured) & set(settings.regularizers))
         if overridden:
             raise EmcError(f"--smooth/--prior {overridden[0]}: a featured block is regularised by its l2(kappa) "
@@ -60,7 +63,8 @@ class Variant:
 
     def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:
         """The M-step; it consumes `counts` (an E-step's, used once) for the new parameters."""
-        return maximize(self.problem.layout, counts, params, self.settings.regularizers, out=counts)
+        return maximize(self.problem.layout, counts, params, self.settings.regularizers, out=counts,
+                        featured_iterations=self.settings.mstep_iterations)
 
     def final_objective(self, state: FitState) -> float:
         return self.full_estep(state.params)[1]

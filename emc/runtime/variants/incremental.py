@@ -100,7 +100,7 @@ class Incremental(Variant):
                 pool = relisted if listing else x
                 sums = pool_sums(p.layout.size, pool, fill if listing else None)
                 for t in featured:
-                    featured_mstep(state, t, sums)
+                    featured_mstep(state, t, sums, self.settings.mstep_iterations)
         if listing:
             # views of the used part: checkpoints save no spare room, and no copy (on some machines
             # first writes to fresh memory cost as much as a replay pass) is made to trim it
@@ -109,7 +109,7 @@ class Incremental(Variant):
         if featured:
             sums = pool_sums(p.layout.size, x)
             for t in featured:
-                featured_mstep(state, t, sums, drop_pseudo_counts=state.step == 0)
+                featured_mstep(state, t, sums, self.settings.mstep_iterations, drop_pseudo_counts=state.step == 0)
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)
@@ -146,16 +146,18 @@ def featured_statistics(state: FitState, t) -> None:
     _show(state, t)
 
 
-def featured_mstep(state: FitState, t, sums: np.ndarray, drop_pseudo_counts: bool = False) -> None:
+def featured_mstep(state: FitState, t, sums: np.ndarray, iterations: int | None = None,
+                   drop_pseudo_counts: bool = False) -> None:
     """The gradient M-step on mu = the pool's sums (`sums`, every entry) plus the pseudo-counts
-    held; after the first pass the rows the data reached drop theirs, as any block's do."""
+    held, at most `iterations` of the block's optimiser (None: its own budget); after the first
+    pass the rows the data reached drop theirs, as any block's do."""
     pseudo = state.extra[f"featured_pseudo_{t.name}"]
     data = t.values(sums)
     if drop_pseudo_counts:
         rows = t.local_rows().reshape(data.shape)
         pseudo[(np.bincount(rows.ravel(), weights=np.abs(data).ravel(), minlength=t.rows) > 0)[rows]] = 0.0
     mu = np.maximum(data + pseudo, 0.0)  # rounding only
-    state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name],
+    state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name], iterations,
                                                         probabilities=t.values(state.params.theta))
     state.params.row_total[t.row_slice] = 1.0
 

@@ -96,7 +96,7 @@ class Stepwise(Variant):
             np.maximum(mu, 0.0, out=mu)  # rounding only
             table = t.values(params.theta)
             params.features[t.name] = t.featured.maximize(mu * self._corpus_scale(), params.features[t.name],
-                                                          probabilities=table)
+                                                          self.settings.mstep_iterations, probabilities=table)
             self._show_featured(params, t, shown=table)
 
     def _corpus_scale(self) -> float:
