@@ -70,7 +70,7 @@ def main() -> None:
     counts = t.values(result.counts).copy()
     seen = np.ascontiguousarray(counts[block.active])
     print(f"{problem.n_examples} sentences; {block.n_features} features x {block.rows} states "
-          f"({block._merged[1]} after merging single-outcome ones); E-step {estep:.3f} s")
+          f"({block.merged_columns.max() + 1} after merging single-outcome ones); E-step {estep:.3f} s")
     print(f"objective at the start {block.objective(start, counts)[0]:.1f}")
     table = np.empty(counts.shape)
     for budget in args.budgets:

@@ -616,3 +616,14 @@ def test_mstep_iterations_below_one_is_refused(tmp_path, capsys):
     data.write_text("\n".join(LINES) + "\n")
     assert main(["fit", str(spec), str(data), "--mstep-iterations", "0", "--out", str(run)]) != 0
     assert "--mstep-iterations 0: a featured block's M-step needs at least one iteration" in capsys.readouterr().err
+
+
+def test_mstep_iterations_help_names_the_blocks_defaults():
+    """The flag's help is written where numba is not imported, so it states the blocks' budgets
+    in words: they must be the ones the blocks use."""
+    from emc.runtime import pair_features
+    from emc.runtime.settings import fit_options
+
+    text = next(f for f in fit_options() if f.name == "mstep_iterations").metadata["help"]
+    assert f"{features.MAX_ITERATIONS} L-BFGS iterations per row" in text
+    assert f"a pair table's {pair_features.ROUNDS} turns" in text

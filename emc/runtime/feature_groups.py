@@ -16,17 +16,25 @@ its optimal weight is 0, and the merged form drops it.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 
-def merge_singletons(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
-                     n_features: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int, np.ndarray, np.ndarray]:
-    """For an (outcome x feature) CSR matrix: ((indptr, indices, values) of the merged matrix,
-    its number of columns, `column` (each feature's merged column, -1 when dropped) and `unit`
-    (each feature's weight is unit * its merged column's weight)). Merged columns: one per outcome
-    that has single-outcome features, in outcome order, then the shared features in their order;
-    each outcome's entries in increasing column order."""
+class Merged(NamedTuple):
+    """A feature matrix with its single-outcome features merged."""
+
+    matrix: tuple[np.ndarray, np.ndarray, np.ndarray]  # CSR (indptr, indices, values), outcomes x n_columns
+    n_columns: int
+    column: np.ndarray  # each feature's merged column, -1 when dropped
+    unit: np.ndarray  # each feature's weight is unit * its merged column's weight
+
+
+def merge_singletons(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, n_features: int) -> Merged:
+    """The merged form of an (outcome x feature) CSR matrix. Merged columns: one per outcome that
+    has single-outcome features, in outcome order, then the shared features in their order; each
+    outcome's entries in increasing column order."""
     n_outcomes = len(indptr) - 1
     rows = np.repeat(np.arange(n_outcomes), np.diff(indptr))
     nonzero = values != 0
@@ -50,8 +58,8 @@ def merge_singletons(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray
     order = np.lexsort((merged_columns, merged_rows))
     merged_indptr = np.zeros(n_outcomes + 1, np.int64)
     np.cumsum(np.bincount(merged_rows, minlength=n_outcomes), out=merged_indptr[1:])
-    merged = (merged_indptr, merged_columns[order].astype(np.int64), merged_values[order].astype(float))
-    return merged, n_groups + int(shared.sum()), column, unit
+    matrix = (merged_indptr, merged_columns[order].astype(np.int64), merged_values[order].astype(float))
+    return Merged(matrix, n_groups + int(shared.sum()), column, unit)
 
 
 @njit(cache=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -34,6 +35,9 @@ from emc.io.views import DENSE_VIEW, apply_views
 from emc.io.vocab import UNK
 from emc.runtime import feature_groups, loglinear
 from emc.spec.check import Feature
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 # L-BFGS per M-step and row: at most this many iterations, unless the fit says otherwise
 # (--mstep-iterations); stops earlier when the relative objective change falls below FTOL or every
@@ -84,37 +88,38 @@ class FeaturedBlock:
     # reads the saved table and never needs them (on br-phono's 1.4M entries they take 0.1 and
     # 0.2 s).
     @cached_property
-    def _merged(self) -> tuple:
-        """(merged matrix's (indptr, indices, values), its columns, column, unit)."""
+    def _merged(self) -> feature_groups.Merged:
         return feature_groups.merge_singletons(self.phi_active.indptr, self.phi_active.indices.astype(np.int64),
                                                self.phi_active.data, self.phi.shape[1])
 
     @cached_property
     def _rows(self) -> tuple:
-        return loglinear.feature_rows(*self._merged[0])
+        return loglinear.feature_rows(*self._merged.matrix)
 
     @cached_property
     def _columns(self) -> tuple:
-        return loglinear.feature_columns(*self._merged[0], self._merged[1])
+        return loglinear.feature_columns(*self._merged.matrix, self._merged.n_columns)
 
     @property
     def merged_columns(self) -> np.ndarray:
         """Each feature's merged column (-1 for a feature no training outcome has): the features
         that share one are their outcome's only ones, and their weights are its merged weight
         times their values (alike, for indicators)."""
-        return self._merged[2]
+        return self._merged.column
 
-    def _project(self, weights: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-        """Weights (features x rows) as merged weights into blocks (blocks x merged x width)."""
-        _, _, column, unit = self._merged
-        feature_groups.project(np.ascontiguousarray(weights, dtype=float), column, unit, blocks)
+    def _project(self, weights: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
+        """Weights (features x rows) as merged weights into blocks (blocks x merged x width; by
+        default a new single block)."""
+        if blocks is None:
+            blocks = np.empty((1, self._merged.n_columns, self.rows))
+        feature_groups.project(np.ascontiguousarray(weights, dtype=float), self._merged.column, self._merged.unit,
+                               blocks)
         return blocks
 
     def _expand(self, blocks: np.ndarray) -> np.ndarray:
         """The weights (features x rows) of merged ones in blocks."""
-        _, _, column, unit = self._merged
         out = np.empty((self.n_features, self.rows))
-        feature_groups.expand(blocks, column, unit, out)
+        feature_groups.expand(blocks, self._merged.column, self._merged.unit, out)
         return out
 
     @property
@@ -138,7 +143,7 @@ class FeaturedBlock:
     def _scores(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """phi_active W (seen outcomes x rows) and each row's log Z, as one block."""
         scores, log_z = np.empty((1, self.phi_active.shape[0], self.rows)), np.empty((1, self.rows))
-        merged = self._project(weights, np.empty((1, self._merged[1], self.rows)))
+        merged = self._project(weights)
         loglinear.scores_and_log_z(self._rows, merged[0], scores[0], log_z[0])
         return scores, log_z
 
@@ -159,7 +164,7 @@ class FeaturedBlock:
         """The regularised expected log-likelihood of counts (outcomes x rows) and its gradient
         (features x rows). Counts of inactive outcomes are left out (they have none in training)."""
         weights = np.ascontiguousarray(weights, dtype=float)
-        merged = self._project(weights, np.empty((1, self._merged[1], self.rows)))
+        merged = self._project(weights)
         # the likelihood's part through the merged features (it sees the weights only through the
         # scores), the penalty's on the weights as they are: any weights, not only merged ones
         data_gradient = np.empty_like(merged)
@@ -209,7 +214,7 @@ class FeaturedBlock:
         """The M-step's scratch arrays, kept from one M-step to the next: fresh ones of this size
         cost page faults worth a third of the M-step (CoNLL-2000's emission block). Among them the
         blocks of merged weights, and with several blocks those of the counts."""
-        shape = (blocks, slots, self._merged[1], width)
+        shape = (blocks, slots, self._merged.n_columns, width)
         if not self._scratch or self._scratch[0].shape != shape:
             outcomes = (blocks, self.phi_active.shape[0], width)
             split_counts = np.empty(outcomes) if blocks > 1 else None
@@ -227,7 +232,7 @@ class FeaturedBlock:
             # a row's shift leaves its softmax alone: centre it, so the start costs little penalty
             weights[self.identity[self.active]] = log_table - log_table.mean(axis=0)
             # the same scores with the least penalty: spread over the merged features' subspace
-            return self._expand(self._project(weights, np.empty((1, self._merged[1], self.rows))))
+            return self._expand(self._project(weights))
         return self.maximize(np.where(self.active[:, None], table, 0.0), weights)
 
 
