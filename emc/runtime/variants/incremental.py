@@ -143,7 +143,8 @@ class Incremental(Variant):
 def featured_statistics(state: FitState, t) -> None:
     """Keep a featured table's starting statistics apart (as pseudo-counts), and show its probabilities."""
     state.extra[f"featured_pseudo_{t.name}"] = t.values(state.params.theta).copy()
-    _show(state, t)
+    t.featured.probabilities(state.params.features[t.name], out=t.values(state.params.theta))
+    state.params.row_total[t.row_slice] = 1.0
 
 
 def featured_mstep(state: FitState, t, sums: np.ndarray, iterations: int | None = None,
@@ -159,11 +160,6 @@ def featured_mstep(state: FitState, t, sums: np.ndarray, iterations: int | None 
     mu = np.maximum(data + pseudo, 0.0)  # rounding only
     state.params.features[t.name] = t.featured.maximize(mu, state.params.features[t.name], iterations,
                                                         probabilities=t.values(state.params.theta))
-    state.params.row_total[t.row_slice] = 1.0
-
-
-def _show(state: FitState, t) -> None:
-    t.featured.probabilities(state.params.features[t.name], out=t.values(state.params.theta))
     state.params.row_total[t.row_slice] = 1.0
 
 
