@@ -9,10 +9,14 @@ Documented choices (also in `emc fit --help`):
 """
 from __future__ import annotations
 
+import contextvars
 import gzip
+import hashlib
+import os
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from emc.spec.errors import DataError
 
@@ -33,10 +37,40 @@ class Lines(list):
         return self.name
 
 
+# While a fit reads its data (`recording_reads`), every file read is noted here: its identity goes
+# into the checkpoint, so `emc fit --resume` can tell that a data file changed since the fit began.
+_READS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar("emc_reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[dict[str, Any]]]:
+    """The identity of every file read inside the block (see `file_identity`), in order, once each."""
+    reads: list[dict[str, Any]] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+def file_identity(path: Path, raw: bytes) -> dict[str, Any]:
+    """What identifies a data file: its path, size, modification time and a hash of the bytes read."""
+    stat = os.stat(path)
+    return {"path": str(path), "size": stat.st_size, "mtime": stat.st_mtime,
+            "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _note_read(path: Path, raw: bytes) -> None:
+    reads = _READS.get()
+    if reads is not None and all(r["path"] != str(path) for r in reads):
+        reads.append(file_identity(path, raw))
+
+
 def read_bytes(path: str | Path) -> bytes:
     path = Path(path)
     try:
         raw = path.read_bytes()
+        _note_read(path, raw)
     except FileNotFoundError:
         raise DataError(str(path), None, "no such file") from None
     except IsADirectoryError:

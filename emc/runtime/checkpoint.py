@@ -26,7 +26,8 @@ NAME = "checkpoint.npz"
 PARAM_FIELDS = ("theta", "row_total", "row_add_den", "table_add", "scale")
 
 
-def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
+def save_checkpoint(run: Path, state: FitState, job: dict[str, Any], corpus: list[dict[str, Any]] | None = None) -> None:
+    """`corpus`: the identity of each data file the fit read (emc.io.readers.recording_reads)."""
     arrays: dict[str, np.ndarray] = {f"params/{k}": v for k, v in zip(PARAM_FIELDS, state.params.abi())}
     arrays.update({f"features/{k}": v for k, v in state.params.features.items()})
     scalars: dict[str, Any] = {}
@@ -43,6 +44,7 @@ def save_checkpoint(run: Path, state: FitState, job: dict[str, Any]) -> None:
         "history": state.history,
         "rng": state.rng.bit_generator.state,
         "extra": scalars,
+        "corpus": corpus or [],
         "saved_at": time.time(),
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
@@ -73,6 +75,27 @@ def load_job(run: Path) -> dict[str, Any]:
         return _meta(npz)["job"]
 
 
+def load_corpus_identity(run: Path) -> list[dict[str, Any]]:
+    """The identity of the data files the checkpointed fit read ([] for a checkpoint without it)."""
+    with _damaged(run), np.load(_checkpoint_path(run)) as npz:
+        return _meta(npz).get("corpus") or []
+
+
+def corpus_change(then: list[dict[str, Any]], now: list[dict[str, Any]]) -> str | None:
+    """What differs between the data a fit began on and the data read now (None: the same). A
+    file is the same when its bytes are: a changed modification time alone does not count."""
+    current = {r["path"]: r for r in now}
+    for old in then:
+        new = current.get(old["path"])
+        if new is None or new["sha256"] == old["sha256"]:
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(new["mtime"]))
+        size = (f"{old['size']} -> {new['size']} bytes" if new["size"] != old["size"]
+                else f"same size, other content")
+        return f"{old['path']} changed since the fit began ({size}, modified {when})"
+    return None
+
+
 def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
     with _damaged(run), np.load(_checkpoint_path(run)) as npz:
         meta = _meta(npz)
@@ -90,13 +113,14 @@ def load_checkpoint(run: Path) -> tuple[dict[str, Any], FitState]:
 class Checkpointer:
     """Saves the state after a step, at most every `seconds` (0: after every step)."""
 
-    def __init__(self, run: Path, job: dict[str, Any], seconds: float = 0.0):
-        self.run, self.job, self.seconds = run, job, seconds
+    def __init__(self, run: Path, job: dict[str, Any], seconds: float = 0.0,
+                 corpus: list[dict[str, Any]] | None = None):
+        self.run, self.job, self.seconds, self.corpus = run, job, seconds, corpus
         self.last = 0.0
 
     def __call__(self, state: FitState) -> None:
         now = time.monotonic()
         if self.seconds and now - self.last < self.seconds:
             return
-        save_checkpoint(self.run, state, self.job)
+        save_checkpoint(self.run, state, self.job, self.corpus)
         self.last = now

@@ -19,10 +19,11 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from emc.io.readers import recording_reads
 from emc.priors import Prior
 from emc.priors.text import prior_from_text
 from emc.runtime.checkpoint import NAME as CHECKPOINT
-from emc.runtime.checkpoint import Checkpointer, load_checkpoint, load_job
+from emc.runtime.checkpoint import Checkpointer, corpus_change, load_checkpoint, load_corpus_identity, load_job
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit_with_restarts, scored_examples
 from emc.runtime.state import FitResult, FitState, Interrupted
@@ -33,8 +34,9 @@ from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.run_folder import RunFolderLock
 from emc.runtime.settings import FitSettings
-from emc.spec.check import CheckedModel, check
+from emc.spec.check import check
 from emc.spec.errors import EmcError, did_you_mean
+from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 
 # The first run's estimate: a cold compile of specs/hmm.em takes 6 s on an idle 2-core machine
@@ -98,6 +100,7 @@ class Prepared:
     problem: Problem
     init: ParamState | None
     compile_seconds: float
+    corpus: list[dict[str, Any]]  # the identity of each data file read (emc.io.readers.recording_reads)
 
 
 def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
@@ -110,20 +113,21 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
     saved: SavedRun | None = load_run(job.init_run) if job.init_run else None
     vocabs = {k: v.copy() for k, v in saved.vocabs.items()} if saved else {}
     corpus = None
-    for path in job.data or [None]:
-        if path is None and not model.data.DATA_FROM_OPTIONS:
-            raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
-        part = model.read(path, options, vocabs)
-        corpus = part if corpus is None else corpus.concat(part, labeled=False)
-    if job.labeled:
-        corpus = corpus.concat(model.read(job.labeled, options, vocabs), labeled=True)
+    with recording_reads() as identity:
+        for path in job.data or [None]:
+            if path is None and not model.data.DATA_FROM_OPTIONS:
+                raise EmcError("emc fit: give the training data: emc fit SPEC DATA --out RUN")
+            part = model.read(path, options, vocabs)
+            corpus = part if corpus is None else corpus.concat(part, labeled=False)
+        if job.labeled:
+            corpus = corpus.concat(model.read(job.labeled, options, vocabs), labeled=True)
     trained_vocabs = saved.trained["vocab_sizes"] if saved else None
     problem = bind(model, corpus, vocabs, options, trained_vocabs=trained_vocabs)
     init = None
     if saved:
         from emc.runtime.transfer import transfer_params
         init = transfer_params(saved, problem)
-    return Prepared(model, problem, init, compile_seconds)
+    return Prepared(model, problem, init, compile_seconds, identity)
 
 
 def resolve_regularizers(raw: dict[str, Prior | str], problem: Problem) -> dict[str, Prior]:
@@ -156,6 +160,7 @@ class Runner:
         self.settings = job.fit_settings()
         self.compiled = False
         self.compile_seconds = 0.0
+        self.corpus: list[dict[str, Any]] = []  # the identity of the data the last `bind` read
 
     @property
     def options(self) -> dict[str, Any]:
@@ -171,6 +176,7 @@ class Runner:
         prepared = prepare(self.job, options)
         problem = prepared.problem
         self.compile_seconds = prepared.compile_seconds
+        self.corpus = prepared.corpus
         self.settings.regularizers = resolve_regularizers(self.job.fit_settings().regularizers, problem)
         skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
         # job.data is empty when a structure takes its files from options (alignment's --source/--target)
@@ -216,12 +222,17 @@ class Runner:
         if out is None:
             return None
         job = self.job if options is None else replace(self.job, options=options)
-        return Checkpointer(out, asdict(job), job.checkpoint_seconds)
+        return Checkpointer(out, asdict(job), job.checkpoint_seconds, self.corpus)
 
     def saved_state(self, out: Path | None) -> FitState | None:
-        """When resuming, the state `out`'s checkpoint holds (None if it has none: that fit starts afresh)."""
+        """When resuming, the state `out`'s checkpoint holds (None if it has none: that fit starts
+        afresh). Called after `bind`: a checkpoint of a fit on other data than `bind` read is refused."""
         if not self.resuming or out is None or not (out / CHECKPOINT).exists():
             return None
+        change = corpus_change(load_corpus_identity(out), self.corpus)
+        if change is not None:
+            raise EmcError(f"emc fit --resume {self.out or out}: {change}; resuming would fit one model to two "
+                           f"corpora: start over with another --out, or delete {self.out or out}")
         state = load_checkpoint(out)[1]
         self.say(f"emc: resuming {out} after step {state.step}")
         return state
@@ -247,8 +258,8 @@ class Runner:
         """The ordinary fit (from `state` when resuming), with `options` and `out` in place of the
         request's: checkpointed after every step, and on Ctrl-C saved so far and resumable."""
         out = self.out if out is None else out
-        state = state or self.saved_state(out)
         problem, init = self.bind(options)
+        state = state or self.saved_state(out)
         if state is None:
             self.say(f"emc: start: {f'the saved model {self.init_run}' if init is not None else describe_start(problem, self.settings)}")
         self.say_scored(problem)
