@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse
 
 from emc.runtime import feature_groups, features, loglinear
-from emc.spec.check import Feature
+from emc.spec.model import Feature
 
 
 def random_matrix(rng: np.random.Generator, outcomes: int = 12, n_features: int = 30) -> scipy.sparse.csr_matrix:

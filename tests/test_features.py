@@ -17,8 +17,9 @@ from emc.priors import Prior
 from emc.runtime.fit import fit
 from emc.runtime.params import ParamState
 from emc.runtime.settings import FitSettings
-from emc.spec.check import Feature, check
+from emc.spec.check import check
 from emc.spec.errors import EmcError, SpecError
+from emc.spec.model import Feature
 from emc.spec.parse import parse_text
 from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import chain_structures

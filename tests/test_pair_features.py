@@ -16,8 +16,9 @@ from emc.runtime import pair_mstep
 from conftest import ROOT
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
-from emc.spec.check import PairFeature, check
+from emc.spec.check import check
 from emc.spec.errors import SpecError
+from emc.spec.model import PairFeature
 from emc.spec.parse import parse_text
 from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import alignment_structures

@@ -10,7 +10,7 @@ from typing import Literal
 
 from emc.codegen.abi import TABLE_META_SIZE
 from emc.io.views import view_key
-from emc.spec.check import CheckedModel, ResolvedAttr
+from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.structures.registry import codegen_for
 
 

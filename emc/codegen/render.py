@@ -20,7 +20,7 @@ import jinja2
 
 from emc.version import __version__
 from emc.codegen.layout import array_names, meta_size, meta_slots, table_spaces, token_array_name, token_attributes
-from emc.spec.check import CheckedModel, Factor
+from emc.spec.model import CheckedModel, Factor
 from emc.structures.registry import codegen_for
 
 

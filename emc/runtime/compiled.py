@@ -20,7 +20,7 @@ from types import ModuleType
 from emc.version import __version__
 from emc.codegen.render import render
 from emc.io.atomic import atomic_write
-from emc.spec.check import CheckedModel
+from emc.spec.model import CheckedModel
 
 
 def cache_dir() -> Path:

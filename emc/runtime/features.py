@@ -34,7 +34,7 @@ from emc.io.vectors import read_vectors
 from emc.io.views import DENSE_VIEW, apply_views
 from emc.io.vocab import UNK
 from emc.runtime import feature_groups, loglinear
-from emc.spec.check import Feature
+from emc.spec.model import Feature
 
 if TYPE_CHECKING:
     import scipy.sparse

@@ -7,7 +7,8 @@ import numpy as np
 
 from emc.codegen.layout import array_names
 from emc.runtime.compiled import cache_dir, load_module
-from emc.spec.check import CheckedModel, check
+from emc.spec.check import check
+from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file
 
 

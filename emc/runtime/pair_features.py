@@ -30,8 +30,8 @@ from emc.io.views import DENSE_VIEW, PAIR_VIEWS, apply_views
 from emc.io.vocab import UNK, Vocabulary
 from emc.runtime import pair_mstep
 from emc.runtime.params import TableLayout
-from emc.spec.check import Factor, Feature, PairFeature
 from emc.spec.errors import EmcError
+from emc.spec.model import Factor, Feature, PairFeature
 
 # The M-step (emc/runtime/pair_mstep.py): at most ROUNDS turns of the rows' weights then the shared
 # ones, each row taking at most ROW_NEWTON Newton steps and the shared weights SHARED_NEWTON; fewer

@@ -28,7 +28,7 @@ from emc.codegen.abi import TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW
 from emc.codegen.layout import meta_size, meta_slots
 from emc.priors import Prior
 from emc.priors.normalize import CHUNK, normalize_table
-from emc.spec.check import CheckedModel
+from emc.spec.model import CheckedModel
 
 
 @dataclass

@@ -17,8 +17,9 @@ from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.runtime.compiled import load_module
 from emc.runtime.params import ParamLayout
-from emc.spec.check import CheckedModel, check, evaluate_weight
+from emc.spec.check import check, evaluate_weight
 from emc.spec.errors import DataError, EmcError
+from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 from emc.structures.hooks import StructureData
 from emc.structures.registry import data_for

@@ -9,126 +9,27 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from emc.io.views import DENSE_VIEW, MAX_VIEW_LENGTH, PAIR_VIEWS, VIEWS, view_key
-from emc.priors import Prior
 from emc.priors.text import SPEC_PRIORS, PriorError, make_prior
 from emc.spec import ir
 from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
-from emc.structures.base import ArgSpec, Attribute, Binding, SlotError, Structure
+from emc.spec.model import CheckedModel, Factor, Feature, PairFeature, ResolvedAttr
+from emc.spec.structure import Attribute, Binding, SlotError, Structure, coerce_arg
 from emc.structures.registry import STRUCTURES
 
 OBSERVED_KINDS = {"tokens": "one example per line, tokens separated by whitespace",
                   "symbols": "one example per line, every non-space character a symbol"}
 WEIGHT_FUNCTIONS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt}
 SMOOTHERS = {"add": ("value",)}
-_TRUE, _FALSE = ("yes", "true", "on"), ("no", "false", "off")
-
-
-@dataclass(frozen=True)
-class ResolvedAttr:
-    """An attribute reference resolved against the structure: the structure's attribute, plus the
-    chain of observed views applied to it (`x.suffix(3)` -> attribute x, views (('suffix', 3),))."""
-
-    text: str
-    attribute: Attribute
-    views: tuple[tuple[str, int | str | None], ...]
-    pos: ir.Pos
-
-    @property
-    def space(self) -> str:
-        return self.attribute.space + view_key(self.views)
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One feature view of a featured block: `x.suffix(2)` is text 'x.suffix(2)' and views
-    (('suffix', 2),) applied to the block's outcome value (after the outcome's own views)."""
-
-    text: str
-    views: tuple[tuple[str, int | str | None], ...]
-
-
-@dataclass(frozen=True)
-class PairFeature:
-    """One pair feature of a featured block: `pair.prefix(4)` is text 'pair.prefix(4)', view
-    'prefix' and n 4; it tests the block's outcome word against its context word, and its one
-    weight is shared by every row (emc/runtime/pair_features.py)."""
-
-    text: str
-    view: str
-    n: int | None = None
-
 
 # Pair features a user may expect that a block over word pairs cannot score, and why.
 UNSCORABLE_PAIR_FEATURES = {
     "position": ("a block's probabilities range over word pairs, and a link's position is not a property of "
                  "its words", "the HMM aligner scores positions through a.jump (alignment(..., jump=yes))"),
 }
-
-
-@dataclass
-class Factor:
-    """One multiplicative factor of a part's score: a learned or fixed block, or a fixed weight.
-
-    `table` names the parameter table the factor reads; blocks that share parameters (`shares`)
-    read the same table and pool their counts.
-    """
-
-    name: str
-    kind: str  # "learned" | "fixed" | "weight"
-    table: str
-    slot: str
-    outcome: tuple[ResolvedAttr, ...]
-    context: tuple[ResolvedAttr, ...]
-    outcome_spaces: tuple[str, ...]
-    context_spaces: tuple[str, ...]
-    pos: ir.Pos
-    prior: Prior = Prior()  # with its `smooth add(a)` (emc/priors)
-    fixed_path: str | None = None
-    expr: ir.Expr | None = None
-    # a featured block (`features(...)`): the views of its outcome, each conjoined with the
-    # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/features.py)
-    features: tuple[Feature, ...] = ()
-    l2: float = 0.0
-    # pair features of a block over word pairs (`pair.same`, ...), each one weight shared by all rows
-    pair_features: tuple[PairFeature, ...] = ()
-
-    @property
-    def signature(self) -> str:
-        out = ", ".join(a.text for a in self.outcome)
-        if self.kind == "weight":
-            return ir.expr_text(self.expr)
-        return f"P({out} | {', '.join(a.text for a in self.context)})" if self.context else f"P({out})"
-
-
-@dataclass
-class CheckedModel:
-    """A spec that passed every check, with everything resolved for the code generator."""
-
-    spec: ir.Spec
-    binding: Binding
-    observed: dict[str, str]  # name -> kind
-    factors: list[Factor]
-    params: dict[str, float] = field(default_factory=dict)
-    base_dir: str = ""  # where the files the spec names were found (relative paths start there)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def structure(self) -> Structure:
-        return self.binding.structure
-
-    def tables(self) -> list[Factor]:
-        """The factors that own a parameter table (first use of each table), in spec order."""
-        seen: dict[str, Factor] = {}
-        for f in self.factors:
-            seen.setdefault(f.table, f)
-        return list(seen.values())
 
 
 def check(spec: ir.Spec, overrides: dict[str, Any] | None = None, base_dir: str | None = None) -> CheckedModel:
@@ -797,33 +698,3 @@ def evaluate_weight(expr: ir.Expr, values: dict[str, float]) -> float:
         where = ", ".join(f"{k}={v:g}" for k, v in values.items())
         raise EmcError(f"weight {ir.expr_text(expr)} is {value:g} at {where}; a weight must be a finite number >= 0")
     return value
-
-
-def coerce_arg(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
-    """A structure argument's value as its kind, or a problem saying why it is not one."""
-    if spec.kind == "bool":
-        if isinstance(raw, bool):
-            return raw, None
-        text = str(raw).lower()
-        if text in _TRUE:
-            return True, None
-        if text in _FALSE:
-            return False, None
-        return None, f"'{raw}' is not yes or no"
-    try:
-        number = float(raw)
-    except (TypeError, ValueError):
-        return None, f"'{raw}' is not a number"
-    if not math.isfinite(number):
-        return None, f"{number:g} is not a finite number"
-    if spec.kind == "int":
-        if not number.is_integer():
-            return None, f"{number:g} is not a whole number"
-        number = int(number)
-    if spec.choices is not None and number not in spec.choices:
-        return None, f"{number:g} is not allowed"
-    if spec.low is not None and number < spec.low:
-        return None, f"{number:g} is too small"
-    if spec.high is not None and number > spec.high:
-        return None, f"{number:g} is too large"
-    return number, None

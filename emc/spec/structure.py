@@ -4,10 +4,13 @@ A structure (chain, segmentation, alignment, spantree, label) owns the combinato
 variable. To the spec checker it says which arguments it takes and which attributes its parts
 have (`z.prev`, `s.word`, `a.source`, `t.constituent`); to the code generator, which *slot* of its
 dynamic program a block's factor feeds (a chain has an emission slot and a transition slot).
-Everything else about a structure (data packing, the DP, decoding) lives beside it in its package.
+Everything else about a structure (data packing, the DP, decoding) lives in its package under
+emc/structures/. These declarations live here, below the checker and the structures, so that the
+checked model (emc/spec/model.py) can hold them and every structure can use them.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -47,6 +50,39 @@ def _fmt(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
+
+
+_TRUE, _FALSE = ("yes", "true", "on"), ("no", "false", "off")
+
+
+def coerce_arg(spec: ArgSpec, raw: Any) -> tuple[Any, str | None]:
+    """A structure argument's value as its kind, or a problem saying why it is not one."""
+    if spec.kind == "bool":
+        if isinstance(raw, bool):
+            return raw, None
+        text = str(raw).lower()
+        if text in _TRUE:
+            return True, None
+        if text in _FALSE:
+            return False, None
+        return None, f"'{raw}' is not yes or no"
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        return None, f"'{raw}' is not a number"
+    if not math.isfinite(number):
+        return None, f"{number:g} is not a finite number"
+    if spec.kind == "int":
+        if not number.is_integer():
+            return None, f"{number:g} is not a whole number"
+        number = int(number)
+    if spec.choices is not None and number not in spec.choices:
+        return None, f"{number:g} is not allowed"
+    if spec.low is not None and number < spec.low:
+        return None, f"{number:g} is too small"
+    if spec.high is not None and number > spec.high:
+        return None, f"{number:g} is too large"
+    return number, None
 
 
 @dataclass(frozen=True)

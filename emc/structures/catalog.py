@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from emc.spec.check import coerce_arg
 from emc.spec.parse import parse_text
-from emc.structures.base import Attribute, Binding, Structure
+from emc.spec.structure import Attribute, Binding, Structure, coerce_arg
 from emc.structures.registry import STRUCTURES
 
 

@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 from emc.structures.alignment import ALIGNMENT
-from emc.structures.base import Binding, Structure
+from emc.spec.structure import Binding, Structure
 from emc.structures.chain import CHAIN
 from emc.structures.deptree import DEPTREE
 from emc.structures.hooks import StructureData

@@ -17,7 +17,7 @@ NULL jump counts as 0 (the position does not move).
 """
 from __future__ import annotations
 
-from emc.structures.base import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 
 LINK, JUMP = "link", "jump"
 REVERSE = "reverse"  # the reverse model's folder inside a run (emc/runtime/modes/alignment.py, agreement.py)

@@ -8,8 +8,8 @@ over the jump buckets d.
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "alignment.py.j2"
 

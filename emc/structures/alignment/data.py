@@ -18,8 +18,8 @@ import numpy as np
 from emc.io.bitext import pharaoh, read_bitext, read_gold, read_parallel, swap_links
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel, Factor, ResolvedAttr
 from emc.spec.errors import DataError, EmcError
+from emc.spec.model import CheckedModel, Factor, ResolvedAttr
 from emc.structures.alignment import LINK
 from emc.structures.alignment.dp import NO_LINK, jump_buckets
 from emc.structures.alignment.index import NARROW_LIMIT, NONE, SOURCE, TARGET, assign_ranks, build_entries, postings

@@ -8,7 +8,7 @@ same transition block, so sentence ends are modelled.
 """
 from __future__ import annotations
 
-from emc.structures.base import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 
 EMISSION, TRANSITION = "emission", "transition"
 

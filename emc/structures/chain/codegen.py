@@ -5,8 +5,8 @@ states (i = z.prev2, j = z.prev; START = K) and the next state k (STOP = K).
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "chain.py.j2"
 

@@ -15,8 +15,8 @@ from emc.io.conllu import OUTPUT_OPTION, gold_column_name, read_conllu
 from emc.io.corpus import Corpus, TokenField
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError, EmcError
+from emc.spec.model import CheckedModel
 
 # Stepwise/incremental EM start from rows ~ 1 + 5 U(0, 1) weighing one pseudo-count each (see
 # emc/runtime/initialize.py init_noise): on CoNLL-2000, alpha 0.7, m = 1, 2 passes, many-to-one

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from emc.spec.check import CheckedModel
+from emc.spec.model import CheckedModel
 
 FORMATS = ("tokens", "conll")  # conll: each word with its true state, the gold of `emc fit --format conll`
 

@@ -10,7 +10,7 @@ or `d.adjacent` the stop slot.
 """
 from __future__ import annotations
 
-from emc.structures.base import Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import Attribute, Binding, Slot, SlotError, Structure
 
 ROOT, ATTACH, STOP = "root", "attach", "stop"
 

@@ -8,8 +8,8 @@ sentence (the head's and the dependent's).
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "deptree.py.j2"
 

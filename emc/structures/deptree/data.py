@@ -18,8 +18,8 @@ from emc.io.heads import read_dependencies
 from emc.io.ptb import TreeError
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
+from emc.spec.model import CheckedModel
 from emc.structures.deptree import dp
 
 FORMATS = ("tokens", "ptb", "conll", "conllu")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from emc.spec.check import CheckedModel
+from emc.spec.model import CheckedModel
 
 FORMATS = ("conll", "tokens")
 DEFAULT_TAGS = 20

@@ -8,7 +8,7 @@ verb-object pairs: Pereira, Tishby & Lee 1993; Rooth et al. 1999).
 """
 from __future__ import annotations
 
-from emc.structures.base import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 
 EXAMPLE, TOKEN = "example", "token"
 MORE_FIELDS = 3  # observed variables after the first: label(v, n, classes=K) has fields v and n

@@ -27,8 +27,8 @@ from emc.io.documents import TOKENIZERS, TextOptions, frequency_cutoff, read_doc
 from emc.io.fixed_blocks import read_fixed_table
 from emc.io.readers import require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel, ResolvedAttr
 from emc.spec.errors import DataError
+from emc.spec.model import CheckedModel, ResolvedAttr
 
 FORMATS = ("text", "jsonl")
 FORMAT_HELP = {

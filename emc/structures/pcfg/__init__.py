@@ -12,7 +12,7 @@ t.label), as a textbook PCFG's rules A -> B C and A -> w share one distribution.
 """
 from __future__ import annotations
 
-from emc.structures.base import Attribute, Binding, Slot, SlotError
+from emc.spec.structure import Attribute, Binding, Slot, SlotError
 
 RULE, EMIT, ROOT, NODE = "rule", "emit", "root", "node"
 SLOTS = (Slot(RULE, "per binary node: its label and its children's labels"),

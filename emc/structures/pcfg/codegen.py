@@ -8,8 +8,8 @@ scores (`preterminal` = 1).
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "pcfg.py.j2"
 

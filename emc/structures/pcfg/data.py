@@ -12,8 +12,8 @@ import numpy as np
 from emc.eval.brackets import bracket_scores
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
+from emc.spec.model import CheckedModel
 from emc.structures.spantree.data import (DECODE_OPTIONS, FIT_OPTIONS, FORMAT_HELP, FORMATS,  # noqa: F401
                                           format_posterior, read)
 

@@ -7,7 +7,7 @@ multiply into the segment score.
 """
 from __future__ import annotations
 
-from emc.structures.base import ArgSpec, Attribute, Binding, Slot, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, Structure
 
 SEGMENT = "segment"
 

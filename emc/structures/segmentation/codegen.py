@@ -5,8 +5,8 @@ parts have no observed-token attributes, so there is no `token_expr`.
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "segmentation.py.j2"
 

@@ -22,8 +22,8 @@ from emc.eval.segmentation import segmentation_scores
 from emc.io.corpus import Corpus, TokenField
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError, EmcError
+from emc.spec.model import CheckedModel
 from emc.structures.segmentation.substrings import NO_RUN, word_ids
 
 SUBSTRINGS = "substrings"

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from emc.spec.check import CheckedModel
 from emc.spec.errors import EmcError
+from emc.spec.model import CheckedModel
 
 FORMATS = ("tokens",)  # the spaces are the gold segmentation
 

@@ -12,7 +12,7 @@ in Chomsky normal form (emc/structures/pcfg/__init__.py).
 from __future__ import annotations
 
 from emc.structures import pcfg
-from emc.structures.base import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 
 SPAN = "span"
 

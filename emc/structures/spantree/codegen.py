@@ -7,8 +7,8 @@ into locals before the loop over c. Spantree attributes are never tokens, so the
 """
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 
 TEMPLATE = "spantree.py.j2"
 

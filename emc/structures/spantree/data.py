@@ -23,8 +23,8 @@ from emc.io.corpus import Corpus, TokenField
 from emc.io.ptb import TreeError, read_tree
 from emc.io.readers import read_lines, require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
+from emc.spec.model import CheckedModel
 from emc.structures.spantree import dp
 
 FORMATS = ("tokens", "ptb")

@@ -3,8 +3,8 @@ emc/codegen/templates/tuples.py.j2): every slot loops over the classes k; a fiel
 also over the positions j of that field's tokens in the example."""
 from __future__ import annotations
 
-from emc.spec.check import ResolvedAttr
-from emc.structures.base import Binding
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
 from emc.structures.label import field_slots
 
 TEMPLATE = "tuples.py.j2"

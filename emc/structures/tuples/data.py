@@ -12,8 +12,8 @@ from emc.io.corpus import Corpus
 from emc.io.fields import SEPARATOR, read_fields
 from emc.io.readers import require_examples
 from emc.io.vocab import Vocabulary
-from emc.spec.check import CheckedModel
 from emc.spec.errors import DataError
+from emc.spec.model import CheckedModel
 from emc.structures.label import field_slots
 from emc.structures.label.data import format_posterior, posterior_length, space_sizes  # noqa: F401
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from emc.io.fields import SEPARATOR
-from emc.spec.check import CheckedModel
+from emc.spec.model import CheckedModel
 from emc.structures.label import field_slots
 
 FORMATS = ("fields",)

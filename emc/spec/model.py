@@ -1,0 +1,108 @@
+"""The checked model: what `emc.spec.check` returns and the code generator, the structures' data
+side and the runtime read. Below the checker (it imports no structure, no code generator), so
+every layer above can name these types without depending on the checks that build them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from emc.io.views import view_key
+from emc.priors import Prior
+from emc.spec import ir
+from emc.spec.structure import Attribute, Binding, Structure
+
+
+@dataclass(frozen=True)
+class ResolvedAttr:
+    """An attribute reference resolved against the structure: the structure's attribute, plus the
+    chain of observed views applied to it (`x.suffix(3)` -> attribute x, views (('suffix', 3),))."""
+
+    text: str
+    attribute: Attribute
+    views: tuple[tuple[str, int | str | None], ...]
+    pos: ir.Pos
+
+    @property
+    def space(self) -> str:
+        return self.attribute.space + view_key(self.views)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature view of a featured block: `x.suffix(2)` is text 'x.suffix(2)' and views
+    (('suffix', 2),) applied to the block's outcome value (after the outcome's own views)."""
+
+    text: str
+    views: tuple[tuple[str, int | str | None], ...]
+
+
+@dataclass(frozen=True)
+class PairFeature:
+    """One pair feature of a featured block: `pair.prefix(4)` is text 'pair.prefix(4)', view
+    'prefix' and n 4; it tests the block's outcome word against its context word, and its one
+    weight is shared by every row (emc/runtime/pair_features.py)."""
+
+    text: str
+    view: str
+    n: int | None = None
+
+
+@dataclass
+class Factor:
+    """One multiplicative factor of a part's score: a learned or fixed block, or a fixed weight.
+
+    `table` names the parameter table the factor reads; blocks that share parameters (`shares`)
+    read the same table and pool their counts.
+    """
+
+    name: str
+    kind: str  # "learned" | "fixed" | "weight"
+    table: str
+    slot: str
+    outcome: tuple[ResolvedAttr, ...]
+    context: tuple[ResolvedAttr, ...]
+    outcome_spaces: tuple[str, ...]
+    context_spaces: tuple[str, ...]
+    pos: ir.Pos
+    prior: Prior = Prior()  # with its `smooth add(a)` (emc/priors)
+    fixed_path: str | None = None
+    expr: ir.Expr | None = None
+    # a featured block (`features(...)`): the views of its outcome, each conjoined with the
+    # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/features.py)
+    features: tuple[Feature, ...] = ()
+    l2: float = 0.0
+    # pair features of a block over word pairs (`pair.same`, ...), each one weight shared by all rows
+    pair_features: tuple[PairFeature, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        out = ", ".join(a.text for a in self.outcome)
+        if self.kind == "weight":
+            return ir.expr_text(self.expr)
+        return f"P({out} | {', '.join(a.text for a in self.context)})" if self.context else f"P({out})"
+
+
+@dataclass
+class CheckedModel:
+    """A spec that passed every check, with everything resolved for the code generator."""
+
+    spec: ir.Spec
+    binding: Binding
+    observed: dict[str, str]  # name -> kind
+    factors: list[Factor]
+    params: dict[str, float] = field(default_factory=dict)
+    base_dir: str = ""  # where the files the spec names were found (relative paths start there)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def structure(self) -> Structure:
+        return self.binding.structure
+
+    def tables(self) -> list[Factor]:
+        """The factors that own a parameter table (first use of each table), in spec order."""
+        seen: dict[str, Factor] = {}
+        for f in self.factors:
+            seen.setdefault(f.table, f)
+        return list(seen.values())
