@@ -52,3 +52,54 @@ def test_resume_on_the_same_data_touched_goes_on(tmp_path, data, capsys):
     assert fit(data, run) == 0
     os.utime(data, (1, 1))  # a new modification time, the same bytes
     assert main(["fit", "--resume", str(run), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("setting", [
+    ["--algorithm", "annealed", "--beta-factor", "1"], ["--algorithm", "annealed", "--beta-factor", "0.5"],
+    ["--algorithm", "annealed", "--beta-factor", "1.0000001"], ["--algorithm", "annealed", "--beta-min", "0"],
+    ["--algorithm", "skewed", "--beta-factor", "nan"], ["--tolerance", "nan"], ["--restarts", "0"],
+    ["--seed", "-1"], ["--threads", "-1"], ["--threads", "0"], ["--threads", "1000"], ["--iterations", "-3"],
+    ["--algorithm", "stepwise", "--alpha", "2"], ["--labeled-weight", "inf"], ["--vb-alpha", "0"],
+])
+def test_settings_that_cannot_run_or_never_end_are_refused_up_front(tmp_path, data, capsys, setting):
+    assert fit(data, tmp_path / "run", *setting) == 1
+    message = one_line_error(capsys)
+    assert message.startswith(setting[-2]) and setting[-1] in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_annealing_runs_at_most_iterations_per_temperature_and_refuses_a_factor_of_one(tmp_path):
+    """A programmatic fit does not pass through the CLI's checks: the variant itself refuses."""
+    from emc.runtime.fit import fit as run_fit
+    from emc.runtime.settings import FitSettings
+    from emc.spec.errors import EmcError
+    from helpers import tiny_problem
+
+    problem = tiny_problem(tmp_path, ROOT / "specs" / "hmm.em")
+    settings = FitSettings(algorithm="annealed", iterations=2, beta_min=0.25, beta_factor=2.0, anneal_tolerance=0,
+                           tolerance=0, eval_every=0)
+    result = run_fit(problem, settings)
+    assert [r["beta"] for r in result.history] == [0.25, 0.25, 0.5, 0.5, 1.0, 1.0]
+    with pytest.raises(EmcError, match="--beta-factor 1.0: beta must grow"):
+        run_fit(problem, FitSettings(algorithm="annealed", beta_factor=1.0))
+
+
+@pytest.mark.parametrize("setting", [["--examples", "-5"], ["--examples", "0"], ["--vocab-size", "0"],
+                                     ["--mean-length", "0"], ["--mean-length", "nan"], ["--seed", "-1"],
+                                     ["--mean-length", "1000000000"], ["--vocab-size", "1000000000000"]])
+def test_sample_refuses_what_cannot_be_drawn(capsys, setting):
+    assert main(["sample", SPEC, *setting]) == 1
+    message = one_line_error(capsys)
+    assert message.startswith("emc sample")
+    if setting[-1].startswith("1000000000"):
+        assert "GiB" in message and "available" in message
+
+
+def test_decode_sample_refuses_what_cannot_fit_in_memory(tmp_path, data, capsys):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    assert main(["decode", str(run), str(data), "--sample", "1000000000"]) == 1
+    message = one_line_error(capsys)
+    assert "--sample 1000000000" in message and "GiB" in message
+    assert main(["decode", str(run), str(data), "--sample", "2", "--seed", "-1"]) == 1
+    assert "--seed -1" in one_line_error(capsys)

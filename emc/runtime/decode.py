@@ -20,7 +20,7 @@ from emc.runtime.features import decoding_theta, growing_spaces
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes
-from emc.runtime.problem import Problem, bind
+from emc.runtime.problem import Problem, available_memory, bind
 from emc.spec.errors import EmcError
 
 
@@ -93,6 +93,22 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
     return Decoded(in_input_order(problem, lines), metrics)
 
 
+# What --sample N holds per draw before printing: the drawn structure (an int64 array), its printed
+# line and the request's indices: about 100 bytes a token and 300 a draw (a generous estimate).
+BYTES_PER_SAMPLED_TOKEN = 100
+BYTES_PER_DRAW = 300
+
+
+def check_samples_fit(samples: int, examples: int, tokens: int, available: int | None = None) -> None:
+    """Refuses, with the estimate, a --sample N whose draws cannot fit in memory."""
+    need = samples * (tokens * BYTES_PER_SAMPLED_TOKEN + examples * BYTES_PER_DRAW)
+    available = available_memory() if available is None else available
+    if available is not None and need > available:
+        raise EmcError(f"emc decode --sample {samples}: {samples:,} draws of each of {examples:,} examples "
+                       f"({tokens:,} tokens) would need about {need / 2 ** 30:,.1f} GiB, but this machine has "
+                       f"{available / 2 ** 30:.1f} GiB available; draw fewer, or decode the file in parts")
+
+
 def sample(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], samples: int, seed: int) -> Decoded:
     """`samples` structures per example drawn from the posterior, each formatted as decoding
     formats the best one: the lines of example 1's draws, then example 2's, and so on (an empty
@@ -102,12 +118,15 @@ def sample(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], s
 
     if samples < 1:
         raise EmcError(f"emc decode --sample {samples}: give the number of samples per example (at least 1)")
+    if seed < 0:
+        raise EmcError(f"emc decode --seed {seed}: give a whole number of at least 0")
     require_sampler(saved.model.module, "emc decode --sample")
     structure = saved.model.data
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus
     executor = LocalExecutor(problem)
     n = len(corpus)
+    check_samples_fit(samples, n, int(executor.lengths.sum()))
     bases = np.random.default_rng(seed).integers(SEED_SPACE, size=samples)
     drawn, log_z = executor.sample(params, np.repeat(np.arange(n), samples), np.tile(bases, n))
     check_log_z(problem, np.repeat(np.arange(n), samples), log_z)

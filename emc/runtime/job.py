@@ -87,6 +87,7 @@ def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
 def make_job(spec_path: str, data: list[str], overrides: dict[str, Any], options: dict[str, Any],
              settings: FitSettings, labeled: str | None = None, init_run: str | None = None,
              checkpoint_seconds: float = 0.0, workers: int | None = None, scheduler: str | None = None) -> Job:
+    settings.validate()  # before the spec and the data: a setting that cannot run is refused at once
     spec = parse_file(spec_path)  # reports an unreadable, non-UTF-8 or malformed spec here
     job = Job(spec.text, str(spec_path), overrides, list(data), _jsonable(options), settings.to_json(), labeled,
               init_run, checkpoint_seconds, workers, scheduler)

@@ -8,6 +8,8 @@ FitSettings without a cycle.
 """
 from __future__ import annotations
 
+import math
+import os
 import types
 import typing
 from dataclasses import Field, asdict, dataclass, field, fields
@@ -15,6 +17,7 @@ from typing import Any
 
 from emc.priors import Prior
 from emc.priors.text import saved_prior
+from emc.spec.errors import EmcError
 
 # The variants that run for --iterations, and the online ones that run for --passes.
 BATCH_STYLE = ("batch", "hard", "annealed", "skewed", "vb", "stochastic")
@@ -46,7 +49,7 @@ class FitSettings:
     # structure's ONLINE_INIT_NOISE (see emc/runtime/initialize.py)
     init_noise: float | None = _setting(None, "initial rows ~ 1 + NOISE * U(0,1) (default 1; online algorithms: "
                                         "the structure's ONLINE_INIT_NOISE if it names one)")
-    threads: int = _setting(0, "E-step threads (0: all cores)")
+    threads: int | None = _setting(None, "E-step threads (default: all cores)")
     eval_every: int = _setting(1, "with gold annotations, score every N iterations (0: only at the end)")
     # online EM (Liang & Klein 2009)
     alpha: float = _setting(0.7, "step size (k + 2)^-alpha, 0.5 < alpha <= 1", "stepwise")
@@ -94,6 +97,13 @@ class FitSettings:
         }.get(self.algorithm, "")
         return f"{self.algorithm}{extra} seed={self.seed}"
 
+    def validate(self) -> None:
+        """Refuses, with a one-line message naming the flag, a setting no fit can run with or that
+        would never end (checked before the data are read: see `setting_problem`)."""
+        problem = setting_problem(self)
+        if problem is not None:
+            raise EmcError(problem)
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["regularizers"] = {name: p.text() if isinstance(p, Prior) else p for name, p in self.regularizers.items()}
@@ -123,3 +133,76 @@ def option_type(f: Field) -> type:
     if isinstance(hint, types.UnionType):
         return next(t for t in typing.get_args(hint) if t is not type(None))
     return hint
+
+
+def _cores() -> int:
+    """The E-step's most threads: numba's pool, one per core unless NUMBA_NUM_THREADS says less."""
+    try:
+        return int(os.environ.get("NUMBA_NUM_THREADS") or os.cpu_count() or 1)
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _bad_number(s: FitSettings) -> str | None:
+    """The first setting outside the range every algorithm needs, as a message."""
+    at_least = [("iterations", 0), ("passes", 0), ("seed", 0), ("eval_every", 0), ("restarts", 1), ("batch_size", 1),
+                ("block_size", 1), ("samples", 1)]
+    for name, low in at_least:
+        value = getattr(s, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            return f"{_flag(name)} {value}: give a whole number of at least {low}"
+    finite = [("tolerance", 0.0), ("anneal_tolerance", 0.0), ("labeled_weight", 0.0), ("unlabeled_weight", 0.0),
+              ("init_noise", 0.0), ("samples_growth", 1.0)]
+    for name, low in finite:
+        value = getattr(s, name)
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= low):
+            return f"{_flag(name)} {value}: give a finite number of at least {low:g}"
+    if not (isinstance(s.vb_alpha, (int, float)) and math.isfinite(s.vb_alpha) and s.vb_alpha > 0):
+        return f"--vb-alpha {s.vb_alpha}: a Dirichlet parameter is a finite number above 0"
+    if s.threads is not None and not (isinstance(s.threads, int) and 1 <= s.threads <= _cores()):
+        return (f"--threads {s.threads}: give between 1 and {_cores()} (this machine's cores), or leave it out "
+                f"to use them all")
+    return None
+
+
+# Deterministic annealing runs one stage per temperature, each for at most --iterations, so the
+# number of temperatures from --beta-min to 1 bounds its work: a factor of 1.0000001 would take 92
+# million stages. The defaults take 51; more than MAX_TEMPERATURES is refused with the factor that fits.
+MAX_TEMPERATURES = 1000
+
+
+def temperatures(beta_min: float, beta_factor: float) -> int:
+    """How many temperatures below 1 annealing visits from beta_min, growing by beta_factor (more
+    than MAX_TEMPERATURES: settings that never reach 1, which `annealing_problem` refuses)."""
+    if not (0 < beta_min and beta_factor > 1):
+        return MAX_TEMPERATURES + 1
+    return math.ceil(math.log(1 / beta_min) / math.log(beta_factor) - 1e-9) if beta_min < 1 else 0
+
+
+def annealing_problem(s: FitSettings) -> str | None:
+    if not (isinstance(s.beta_min, (int, float)) and math.isfinite(s.beta_min) and 0 < s.beta_min <= 1):
+        return f"--beta-min {s.beta_min}: the first inverse temperature must be above 0 and at most 1"
+    if not (isinstance(s.beta_factor, (int, float)) and math.isfinite(s.beta_factor) and s.beta_factor > 1):
+        return (f"--beta-factor {s.beta_factor}: beta must grow to reach 1 from --beta-min {s.beta_min:g}: give a "
+                f"factor above 1 (default {FitSettings.beta_factor})")
+    stages = temperatures(s.beta_min, s.beta_factor)
+    if stages > MAX_TEMPERATURES:
+        least = (1 / s.beta_min) ** (1 / MAX_TEMPERATURES)
+        return (f"--beta-factor {s.beta_factor}: {stages} temperatures from --beta-min {s.beta_min:g} to 1 (each "
+                f"up to --iterations {s.iterations}), more than {MAX_TEMPERATURES}; give a factor of at least "
+                f"{least * 1.0001:.6g} or a larger --beta-min")
+    return None
+
+
+def setting_problem(s: FitSettings) -> str | None:
+    """What is wrong with the settings, as a message naming the flag (None: nothing)."""
+    problem = _bad_number(s)
+    if problem is None and s.algorithm in ("annealed", "skewed"):
+        problem = annealing_problem(s)
+    if problem is None and s.algorithm == "stepwise" and not 0.5 < s.alpha <= 1.0:
+        problem = f"--alpha {s.alpha}: stepwise EM needs 0.5 < alpha <= 1"
+    return problem
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")

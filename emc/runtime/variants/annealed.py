@@ -14,7 +14,9 @@ import numpy as np
 
 from emc.runtime.state import FitState
 from emc.runtime.params import ParamState
+from emc.runtime.settings import annealing_problem, temperatures
 from emc.runtime.variants.base import Variant
+from emc.spec.errors import EmcError
 
 
 class Annealed(Variant):
@@ -23,6 +25,9 @@ class Annealed(Variant):
     converges = False  # the objective moves with beta; the variant judges convergence itself
 
     def start(self, state: FitState) -> None:
+        problem = annealing_problem(self.settings)  # beta must reach 1 in a bounded number of stages
+        if problem is not None:
+            raise EmcError(problem)
         state.extra.update(beta=min(1.0, self.settings.beta_min), stage_iterations=0, stage_objective=None)
 
     def scored_weights(self, state: FitState, beta: float) -> np.ndarray:
@@ -49,7 +54,10 @@ class Annealed(Variant):
         return record
 
     def finished(self, state: FitState) -> bool:
-        return state.converged
+        # each temperature's stage and the last at beta = 1 run at most --iterations each (one more
+        # stage to spare: beta_min * factor^k may land a rounding below 1)
+        budget = self.settings.iterations * (temperatures(self.settings.beta_min, self.settings.beta_factor) + 2)
+        return state.converged or state.step >= budget
 
 
 class Skewed(Annealed):
