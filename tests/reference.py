@@ -375,3 +375,77 @@ def dense_incremental(problem: Problem, settings: FitSettings) -> np.ndarray:
             mu[drop] -= pseudo[drop]
         featured_mstep()
     return current()
+
+
+def rule_derivations(program, n: int, args: dict[str, int]):
+    """Every derivation of a rule program's goal for length n, as a list of part firings
+    (rule, variable values): the hypergraph is grounded (emc/structures/rules/program.py's
+    `ground`, which only lists firings) and unfolded top-down, with no dynamic program."""
+    from emc.structures.rules.program import ground
+
+    building: dict = {}
+    axioms: set = set()
+    goals = []
+    for firing in ground(program, n, args):
+        head = (firing.rule.head.name, firing.head)
+        if firing.rule.kind == "goal":
+            goals.append(head)
+        elif firing.rule.kind == "axiom":
+            axioms.add(head)
+        else:
+            building.setdefault(head, []).append(firing)
+
+    def derive(item):
+        if item in axioms:
+            yield []
+        for firing in building.get(item, []):
+            for tail in itertools.product(*(list(derive(body)) for body in firing.body)):
+                yield [firing] + [f for part in tail for f in part]
+
+    for goal in goals:
+        yield from derive(goal)
+
+
+def rule_structures(problem: Problem, example: int):
+    """Every derivation of a structure written as rules, as (factor firings, its parts sorted)."""
+    checked = problem.model.checked
+    program = checked.structure.program
+    s = checked.binding.latent
+    x = checked.binding.observed[program.observed[0]]
+    tokens = problem.corpus.fields[x].tokens(example)
+    ids = token_ids(problem, x, example, s)
+    spans = problem.vocabs.get("rules:spans")
+    for derivation in rule_derivations(program, len(tokens), problem.args):
+        parts = []
+        for firing in derivation:
+            rule, env = firing.rule, firing.env
+            values = {}
+            for factor in checked.factors:
+                if factor.slot != rule.name:
+                    continue
+                for attr in factor.outcome + factor.context:
+                    values[attr.text] = _rule_attribute(program, rule, env, attr, tokens, spans, problem)
+            parts.append((rule.name, values))
+        form = tuple(sorted((f.rule.name, tuple(f.env[v] for v in f.rule.params)) for f in derivation))
+        yield firings(problem, parts), form
+
+
+def _rule_attribute(program, rule, env, attr, tokens, spans, problem):
+    from emc.structures.rules.program import evaluate
+
+    name = attr.attribute.path.rsplit(".", 1)[1]
+    if name in rule.params:
+        return env[name]
+    where = next(a for a in rule.where if a.name == name)
+    if where.kind == "numeric":
+        return evaluate(where.index, env)
+    if where.kind == "span":
+        return spans.index[" ".join(tokens[evaluate(where.index, env):evaluate(where.end, env)])]
+    word = tokens[evaluate(where.index, env)]
+    return problem.vocabs[attr.space].index[apply_views(word, attr.views)] if attr.views else \
+        problem.vocabs[attr.space].index[word]
+
+
+def rule_decoded_form(problem: Problem, decoded: np.ndarray):
+    """The decoder's parts, sorted, as rule_structures gives them."""
+    return tuple(sorted(problem.model.data.module.derivation(problem.model.checked, decoded)))

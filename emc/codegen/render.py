@@ -147,5 +147,9 @@ def _environment() -> jinja2.Environment:
 
 def render(model: CheckedModel) -> str:
     """The generated module's source text for a checked model."""
-    template = _environment().get_template(codegen_for(model.structure.name, model.binding).TEMPLATE)
-    return template.render(**render_context(model))
+    descriptor = codegen_for(model.structure.name, model.binding)
+    context = render_context(model)
+    extra_context = getattr(descriptor, "extra_context", None)  # a structure whose DP is generated too
+    if extra_context is not None:
+        context.update(extra_context(model.binding, context))
+    return _environment().get_template(descriptor.TEMPLATE).render(**context)

@@ -19,6 +19,8 @@ from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
 from emc.spec.model import CheckedModel, Factor, Feature, PairFeature, ResolvedAttr
 from emc.spec.structure import Attribute, Binding, SlotError, Structure, coerce_arg
 from emc.structures.registry import STRUCTURES
+from emc.structures.rules import make_structure
+from emc.structures.rules.program import check_program
 
 OBSERVED_KINDS = {"tokens": "one example per line, tokens separated by whitespace",
                   "symbols": "one example per line, every non-space character a symbol"}
@@ -154,16 +156,31 @@ class _Checker:
         lat = latents[0]
         if lat.name in observed:
             self.error(lat.name_pos, f"'{lat.name}' is already an observed variable")
-        structure = STRUCTURES.get(lat.structure)
+        written = self._written_structures()
+        known = {**STRUCTURES, **written}
+        structure = known.get(lat.structure)
         if structure is None:
             self.error(lat.structure_pos, f"unknown structure '{lat.structure}'",
-                       did_you_mean(lat.structure, STRUCTURES) or f"the structures are {one_of(STRUCTURES)}")
+                       did_you_mean(lat.structure, known) or f"the structures are {one_of(known)}")
             return None
         bound_observed = self._bind_observed(lat, structure, observed)
         args = self._struct_args(lat, structure)
         if bound_observed is None or args is None:
             return None
         return Binding(structure, lat.name, bound_observed, args)
+
+    def _written_structures(self) -> dict[str, Structure]:
+        """The structures the spec writes as rules, checked (emc/structures/rules/program.py)."""
+        written: dict[str, Structure] = {}
+        for decl in self.spec.structures:
+            if decl.name in STRUCTURES or decl.name in written:
+                self.error(decl.name_pos, f"a structure named '{decl.name}' exists already",
+                           "give the structure written as rules a name of its own")
+                continue
+            program = check_program(decl, self.error)
+            if program is not None:
+                written[decl.name] = make_structure(program)
+        return written
 
     def _bind_observed(self, lat: ir.Latent, structure: Structure, observed: dict[str, str]) -> dict[str, str] | None:
         positional = [a for a in lat.args if a.form in ("positional", "from")]
@@ -295,14 +312,17 @@ class _Checker:
             else:
                 self.error(ref.pos, f"unknown variable '{ref.base}'", hint)
             return None
-        while steps and f"{path}.{steps[0].name}" in attributes and steps[0].arg is None:
+        while steps and steps[0].arg is None and (f"{path}.{steps[0].name}" in attributes or any(
+                k.startswith(f"{path}.{steps[0].name}.") for k in attributes)):  # a part's name, then its attribute
             path = f"{path}.{steps.pop(0).name}"
         if path not in attributes:
             bad = steps[0] if steps else None
             options = [k for k in attributes if k.startswith(ref.base)]
             wanted = f"{path}.{bad.name}" if bad else path
-            self.error(bad.pos if bad else ref.pos, f"unknown attribute '{wanted}'",
-                       did_you_mean(wanted, options) or f"the attributes are {one_of(options)}")
+            same_name = [k for k in options if k.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1] and k != wanted]
+            hint = (f"several parts have it: write {' or '.join(same_name)}" if len(same_name) > 1 else
+                    did_you_mean(wanted, options) or f"the attributes are {one_of(options)}")
+            self.error(bad.pos if bad else ref.pos, f"unknown attribute '{wanted}'", hint)
             return None
         attribute = attributes[path]
         views: list[tuple[str, int | None]] = []

@@ -202,6 +202,7 @@ class Spec:
     blocks: list[Block] = field(default_factory=list)
     weights: list[Weight] = field(default_factory=list)
     params: list[Param] = field(default_factory=list)
+    structures: list["StructureDecl"] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -223,3 +224,118 @@ def expr_text(expr: Expr) -> str:
     if isinstance(expr, Binary):
         return f"({expr_text(expr.left)} {expr.op} {expr_text(expr.right)})"
     return f"{expr.function}({expr_text(expr.argument)})"
+
+
+# --- structures written as rules (a weighted-deduction program) --------------------------------
+
+
+@dataclass(frozen=True)
+class Lin:
+    """An index expression: a sum of names (index variables, structure arguments, `n`) with
+    integer coefficients, plus a constant. Only + and - are written, so every index is linear."""
+
+    terms: tuple[tuple[str, int], ...]
+    const: int
+    pos: Pos
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, coef in self.terms if coef)
+
+    @property
+    def text(self) -> str:
+        out = ""
+        for name, coef in self.terms:
+            if coef == 0:
+                continue
+            sign = "-" if coef < 0 else ("+" if out else "")
+            scale = "" if abs(coef) == 1 else f"{abs(coef)} * "
+            out += f" {sign} {scale}{name}" if out else f"{sign}{scale}{name}"
+        if self.const or not out:
+            out += f" {'-' if self.const < 0 else '+'} {abs(self.const)}" if out else str(self.const)
+        return out.strip()
+
+
+@dataclass(frozen=True)
+class IxRange:
+    """`lo..hi`, both ends included."""
+
+    lo: Lin
+    hi: Lin
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class IndexDecl:
+    name: str
+    range: IxRange
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ItemDecl:
+    """`item end(i in 0..n, c in 0..classes)`: a named chart cell and the ranges of its indices."""
+
+    name: str
+    indices: tuple[IndexDecl, ...]
+    pos: Pos
+    name_pos: Pos
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """`end(i + 1, c)`: an item with index expressions."""
+
+    name: str
+    args: tuple[Lin, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class VarRange:
+    name: str
+    range: IxRange
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class AttrDef:
+    """A part attribute defined in a `where` clause: `w = x[i]` (the token of an observed variable
+    at an index), `w = x[i:j]` (the tokens from i up to j, as one word of their own vocabulary) or
+    `width = j - i in 1..maxlen` (a number; firings outside the range are not parts)."""
+
+    name: str
+    kind: str  # "token" | "span" | "numeric"
+    observed: str | None
+    index: Lin
+    range: IxRange | None
+    pos: Pos
+    end: Lin | None = None
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    """An `axiom`, a `part` (a rule whose firings are parts of the structure) or the `goal`."""
+
+    kind: str  # "axiom" | "part" | "goal"
+    name: str | None
+    params: tuple[str, ...]
+    head: ItemRef
+    body: tuple[ItemRef, ...]
+    ranges: tuple[VarRange, ...]
+    where: tuple[AttrDef, ...]
+    pos: Pos
+    name_pos: Pos
+
+
+@dataclass(frozen=True)
+class StructureDecl:
+    """`structure NAME(x, arg=value, ...)` and the item, axiom, part and goal statements after it."""
+
+    name: str
+    observed: tuple[str, ...]
+    args: tuple[tuple[str, int, Pos], ...]
+    items: tuple[ItemDecl, ...]
+    rules: tuple[RuleDecl, ...]
+    pos: Pos
+    name_pos: Pos

@@ -1,6 +1,7 @@
 """Lark grammar -> IR. Syntax errors become the same file:line:column diagnostics as checks."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from importlib import resources
 from pathlib import Path
@@ -177,6 +178,105 @@ class _ToIR(Transformer):
         return ir.Param(str(name), value.value, _pos(meta), _tok_pos(name))
 
 
+    # structures written as rules ---------------------------------------------------------------
+    def ix_name(self, meta, children):
+        (tok,) = children
+        return ir.Lin(((str(tok), 1),), 0, _tok_pos(tok))
+
+    def ix_int(self, meta, children):
+        (tok,) = children
+        return ir.Lin((), int(tok), _tok_pos(tok))
+
+    def _ix_combine(self, meta, children, sign):
+        left, right = children
+        coefs = dict(left.terms)
+        for name, coef in right.terms:
+            coefs[name] = coefs.get(name, 0) + sign * coef
+        return ir.Lin(tuple(coefs.items()), left.const + sign * right.const, _pos(meta))
+
+    def ix_add(self, meta, children):
+        return self._ix_combine(meta, children, 1)
+
+    def ix_sub(self, meta, children):
+        return self._ix_combine(meta, children, -1)
+
+    def ix_range(self, meta, children):
+        lo, hi = children
+        return ir.IxRange(lo, hi, _pos(meta))
+
+    def keyword_param(self, meta, children):
+        name, value = children
+        return ("arg", str(name), int(value), _pos(meta))
+
+    def observed_param(self, meta, children):
+        (name,) = children
+        return ("observed", str(name), None, _pos(meta))
+
+    def structure_decl(self, meta, children):
+        name, *params = children
+        params = [p for p in params if p is not None]
+        return ir.StructureDecl(str(name), tuple(p[1] for p in params if p[0] == "observed"),
+                                tuple((p[1], p[2], p[3]) for p in params if p[0] == "arg"), (), (),
+                                _pos(meta), _tok_pos(name))
+
+    def index_decl(self, meta, children):
+        name, rng = children
+        return ir.IndexDecl(str(name), rng, _pos(meta))
+
+    def item_decl(self, meta, children):
+        name, *indices = children
+        return ir.ItemDecl(str(name), tuple(i for i in indices if i is not None), _pos(meta), _tok_pos(name))
+
+    def item_ref(self, meta, children):
+        name, *args = children
+        return ir.ItemRef(str(name), tuple(a for a in args if a is not None), _pos(meta))
+
+    def var_range(self, meta, children):
+        name, rng = children
+        return ir.VarRange(str(name), rng, _pos(meta))
+
+    def for_clause(self, meta, children):
+        return ("for", tuple(children))
+
+    def token_attr(self, meta, children):
+        name, observed, index = children
+        return ir.AttrDef(str(name), "token", str(observed), index, None, _pos(meta))
+
+    def span_attr(self, meta, children):
+        name, observed, start, end = children
+        return ir.AttrDef(str(name), "span", str(observed), start, None, _pos(meta), end)
+
+    def numeric_attr(self, meta, children):
+        name, value, rng = children
+        return ir.AttrDef(str(name), "numeric", None, value, rng, _pos(meta))
+
+    def where_clause(self, meta, children):
+        return ("where", tuple(children))
+
+    def body(self, meta, children):
+        return ("body", tuple(children))
+
+    def _rule(self, kind, meta, name, params, head, rest):
+        parts = {r[0]: r[1] for r in rest if isinstance(r, tuple)}
+        return ir.RuleDecl(kind, None if name is None else str(name), params, head, parts.get("body", ()),
+                           parts.get("for", ()), parts.get("where", ()), _pos(meta),
+                           _pos(meta) if name is None else _tok_pos(name))
+
+    def axiom_decl(self, meta, children):
+        head, *rest = children
+        return self._rule("axiom", meta, None, (), head, rest)
+
+    def goal_decl(self, meta, children):
+        head, *rest = children
+        return self._rule("goal", meta, None, (), head, rest)
+
+    def part_decl(self, meta, children):
+        name, *rest = children
+        params = tuple(str(c) for c in rest if isinstance(c, Token) and c.type == "NAME")
+        head = next(c for c in rest if isinstance(c, ir.ItemRef))
+        return self._rule("part", meta, name, params, head, rest)
+
+
 def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
     """Parse spec source into IR; raises SpecError (with position and caret) on a syntax error."""
     sink = DiagnosticSink(path, text)
@@ -206,8 +306,26 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.weights.append(stmt)
         elif isinstance(stmt, ir.Param):
             spec.params.append(stmt)
+        elif isinstance(stmt, ir.StructureDecl):
+            spec.structures.append(stmt)
+        elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):
+            _attach_to_structure(spec, sink, stmt)
     sink.raise_if_any()
     return spec
+
+
+def _attach_to_structure(spec: ir.Spec, sink: DiagnosticSink, stmt: ir.ItemDecl | ir.RuleDecl) -> None:
+    """Item, axiom, part and goal statements belong to the `structure` declared before them."""
+    if not spec.structures:
+        keyword = "item" if isinstance(stmt, ir.ItemDecl) else stmt.kind
+        sink.error(stmt.pos, f"'{keyword}' belongs to a structure written as rules",
+                   "declare it first: `structure NAME(x, arg=value, ...)`")
+        return
+    last = spec.structures[-1]
+    if isinstance(stmt, ir.ItemDecl):
+        spec.structures[-1] = dataclasses.replace(last, items=last.items + (stmt,))
+    else:
+        spec.structures[-1] = dataclasses.replace(last, rules=last.rules + (stmt,))
 
 
 def parse_file(path: str | Path) -> ir.Spec:

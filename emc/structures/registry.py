@@ -20,8 +20,8 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (CHAIN, SEGMENTATION, ALI
 def package_for(name: str, binding: Binding | None = None) -> str:
     """The package under emc/structures/ holding the structure's code: its own, or the one its
     binding's settings select (Structure.package: a span tree with labels is a PCFG)."""
-    structure = STRUCTURES.get(name)
-    if binding is not None and structure is not None and structure.package is not None:
+    structure = binding.structure if binding is not None else STRUCTURES.get(name)
+    if binding is not None and structure.package is not None:
         return structure.package(binding)
     return name
 

@@ -48,7 +48,12 @@ FORMAT_HELP = {
 
 
 def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:
-    x = model.binding.observed["x"]
+    return read_field(model.binding.observed["x"], path, options, vocabs)
+
+
+def read_field(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:
+    """A token corpus in the chain's formats, as the observed variable x (gold tags, when given,
+    in corpus.gold["tags"]); structures written as rules read their tokens here too."""
     vocab = vocabs.setdefault(f"vocab:{x}", Vocabulary())
     fmt = options.get("format") or "tokens"
     if fmt == "tokens":
@@ -65,7 +70,7 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
         for s in read_back:
             s.target = column
     else:
-        raise DataError(path, None, f"the chain structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
+        raise DataError(path, None, f"this structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     require_examples(path, sum(1 for s in sentences if s), "sentence")
     corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines))
     if tags is not None:

@@ -1,0 +1,349 @@
+"""How a structure written as rules becomes generated code (emc/codegen/templates/rules.py.j2).
+
+The template holds the fixed glue (the ABI's entry points); `program_code` writes the program's
+passes from emc/structures/rules/emit.py's loop nests: `_inside` (sum or max, level by level),
+`_outside` (part marginals into expected counts), `_readback` (the best derivation, or a draw from
+the posterior, as a list of parts) and `_part_counts` (a list of parts into counts: hard and
+sampling EM). A part's attributes are its variables (`rv<i>` inside its loops) and its `where`
+attributes (an index expression, or a token read at one).
+"""
+from __future__ import annotations
+
+import re
+
+from emc.spec.model import ResolvedAttr
+from emc.spec.structure import Binding
+from emc.structures.rules.emit import (Names, Step, build_nest, cell_code, layout_code, level_code, needs_of,
+                                       product, render_nest)
+from emc.structures.rules.program import N, Program, Rule, arity_bound
+from emc.structures.rules.spans import span_attributes
+
+TEMPLATE = "rules.py.j2"
+
+
+def arrays(binding: Binding) -> list[str]:
+    """offsets: example boundaries in the token arrays; with span attributes (`x[i:j]`), spans and
+    span_length (emc/structures/rules/spans.py)."""
+    return ["offsets"] + (["spans", "span_length"] if span_attributes(_program(binding)) else [])
+
+
+def _program(binding: Binding) -> Program:
+    return binding.structure.program
+
+
+def _attribute(binding: Binding, attr: ResolvedAttr, slot: str) -> tuple[Rule, str]:
+    program = _program(binding)
+    rule = next(r for r in program.parts if r.name == slot)
+    return rule, attr.attribute.path.rsplit(".", 1)[1]
+
+
+def _names(binding: Binding) -> Names:
+    program = _program(binding)
+    return Names(program, {name: f"ra{k}" for k, name in enumerate(program.defaults)})
+
+
+def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:
+    rule, name = _attribute(binding, attr, slot)
+    names = _names(binding)
+    if name in rule.params:
+        return names.var(rule, name)
+    where = next(a for a in rule.where if a.name == name)
+    if where.kind == "span":
+        start, end = names.lin(where.index, rule), names.lin(where.end, rule)
+        return f"rspans[(first + {start}) * rspan_max + {end} - {start} - 1]"
+    return names.lin(where.index, rule)
+
+
+def token_expr(binding: Binding, attr: ResolvedAttr, slot: str, array: str) -> str:
+    rule, name = _attribute(binding, attr, slot)
+    where = next(a for a in rule.where if a.name == name)
+    return f"{array}[first + {_names(binding).lin(where.index, rule)}]"
+
+
+# --- the passes --------------------------------------------------------------------------------
+
+
+def extra_context(binding: Binding, context: dict) -> dict:
+    """The program's passes as code, for the template."""
+    program = _program(binding)
+    names = _names(binding)
+    arg_const = {label.split(":", 1)[1]: const for const, _index, label in context["meta"] if label.startswith("arg:")}
+    prologue = [f"{local} = meta[{arg_const[name]}]" for name, local in names.args.items()]
+    if span_attributes(program):
+        prologue += ["rspans = array(ints, layout, A_SPANS)", "rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]"]
+    prologue += layout_code(names)
+    reads = context["slots"]
+    tokens = context["token_reads"]
+    return {
+        "rule_prologue": prologue,
+        "rule_inside": _inside(names, reads, tokens),
+        "rule_goal": _goal(names),
+        "rule_outside": _outside(names, reads, tokens),
+        "rule_readback": _readback(names, reads, tokens),
+        "rule_part_counts": _part_counts(names, reads, tokens),
+        "rule_width": arity_bound(program),
+        "rule_item_width": 1 + max((len(i.dims) for i in program.items.values()), default=0),
+        "rule_items": list(program.items),
+        "rule_parts": [r.name for r in program.parts],
+    }
+
+
+def _level_binding(names: Names, rule: Rule) -> tuple[dict[str, str], list[Step]]:
+    """Binds the head's level to `lev`: a head index that is one variable (plus a constant) is
+    solved for it; any other becomes a condition."""
+    program = names.program
+    item = program.items[rule.head.name]
+    args = rule.head.args
+    pos = item.positions
+    if not pos:
+        return {}, [Step(f"lev == {level_code(names, rule.head, rule)}", set(), "if")]
+    bound: dict[str, str] = {}
+    steps: list[Step] = []
+    last = args[pos[-1]]
+    first = args[pos[0]]
+    if program.kind == "last":
+        solved = _solve(last, "(lev - 1)", names)
+    else:  # width: last - first == lev - 1, solved for whichever end is one variable the other lacks
+        solved = None
+        var = _solvable(last, names)
+        if var is not None and var not in first.names:
+            solved = _solve(last, f"({names.lin(first, rule)} + lev - 1)", names)
+        var = _solvable(first, names)
+        if solved is None and var is not None and var not in last.names:
+            solved = _solve(first, f"({names.lin(last, rule)} - lev + 1)", names)
+    if solved is not None:
+        bound[solved[0]] = solved[1]
+    else:
+        gap = names.lin(last, rule) if program.kind == "last" else f"{names.lin(last, rule)} - {names.lin(first, rule)}"
+        steps.append(Step(f"{gap} == lev - 1", needs_of(gap), "if"))
+    return bound, steps
+
+
+def _solve(lin, value: str, names: Names) -> tuple[str, str] | None:
+    """var = value - const, for an index that is one variable plus a constant."""
+    var = _solvable(lin, names)
+    if var is None:
+        return None
+    return var, f"{value} - {lin.const}" if lin.const else value
+
+
+def _solvable(lin, names: Names) -> str | None:
+    if len(lin.terms) == 1 and lin.terms[0][1] == 1 and lin.terms[0][0] != N and lin.terms[0][0] not in names.args:
+        return lin.terms[0][0]
+    return None
+
+
+def _rules_by_head(program: Program, kinds: tuple[str, ...]) -> list[Rule]:
+    return sorted((r for r in program.rules if r.kind in kinds), key=lambda r: program.type_order[r.head.name])
+
+
+def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
+    program = names.program
+    lines = ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf"]
+    for rule in _rules_by_head(program, ("axiom", "part")):
+        bound, steps = _level_binding(names, rule)
+        nest = build_nest(names, rule, [], [], bound, "0.0", loop_vars=_level_vars(names, rule, bound))
+        nest.steps = steps + [s for s in nest.steps if s.kind == "if" or s.text.startswith("rf")
+                              or s.text.startswith("rv")]
+        nest.steps = [Step(s.text.replace("rf = np.exp(", "rs = (", 1), s.needs, s.kind) if s.text.startswith("rf")
+                      else s for s in nest.steps]
+        lines += render_nest(nest, ["ref = max(ref, rs)"], 4, skip_zero=False)
+    lines += ["    if ref == -np.inf:", "        continue", "    ls[lev] = ref"]
+    for rule in _rules_by_head(program, ("axiom", "part")):
+        bound, steps = _level_binding(names, rule)
+        nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
+        nest.steps = steps + nest.steps
+        term = product(nest.product)
+        lines += render_nest(nest, [f"chart[{nest.head_cell}] = plus(semiring, chart[{nest.head_cell}], {term})"], 4)
+    lines += ["    top = 0.0"]
+    lines += _level_cells(names, "top = max(top, chart[cell])", 4)
+    lines += ["    if top > 0.0:"]
+    lines += _level_cells(names, "chart[cell] /= top", 8)
+    lines += ["        ls[lev] = ref + np.log(top)", "    else:", "        ls[lev] = -np.inf"]
+    return lines
+
+
+def _level_vars(names: Names, rule: Rule, bound: dict[str, str]) -> list[str]:
+    """The variables the levels of a firing depend on, with what their ranges need."""
+    wanted = set()
+    for ref in (rule.head, *rule.body):
+        item = names.program.items[ref.name]
+        for d in item.positions:
+            wanted |= {v for v in ref.args[d].names if v in rule.bounds}
+    for code in bound.values():
+        wanted |= {rule.order[int(v[2:])] for v in needs_of(code)}
+    changed = True
+    while changed:
+        changed = False
+        for var in list(wanted):
+            for end in rule.bounds[var][0] + rule.bounds[var][1]:
+                for name in end.names:
+                    if name in rule.bounds and name not in wanted:
+                        wanted.add(name)
+                        changed = True
+    return [v for v in rule.order if v in wanted]
+
+
+def _level_cells(names: Names, action: str, indent: int) -> list[str]:
+    """Loops over every cell of every item on level `lev`, doing `action` with `cell`."""
+    program = names.program
+    lines = []
+    for k, item in enumerate(program.items.values()):
+        pad = indent
+        pos = item.positions
+        values = []
+        out = []
+        if not pos:
+            out.append(" " * pad + f"if lev == {level_code(names, _ref(item.name, []), None, [])}:")
+            pad += 4
+        for d, dim in enumerate(item.dims):
+            local = f"rc{d}"
+            values.append(local)
+            if pos and d == pos[-1]:
+                value = "lev - 1" if program.kind == "last" else f"rc{pos[0]} + lev - 1"
+                out.append(" " * pad + f"{local} = {value}")
+                out.append(" " * pad + f"if lo{k}_{d} <= {local} < lo{k}_{d} + z{k}_{d}:")
+            else:
+                out.append(" " * pad + f"for {local} in range(lo{k}_{d}, lo{k}_{d} + z{k}_{d}):")
+            pad += 4
+        cell = " + ".join([f"b{k}"] + [f"({v} - lo{k}_{d}) * s{k}_{d}" for d, v in enumerate(values)])
+        out.append(" " * pad + f"cell = {cell}")
+        out.append(" " * pad + action)
+        lines += out
+    return lines
+
+
+def _ref(name: str, args: list):
+    from emc.spec import ir
+    return ir.ItemRef(name, tuple(args), ir.Pos.unknown())
+
+
+def _reads(reads: dict, rule: Rule) -> list:
+    return list(reads.get(rule.name, [])) if rule.kind == "part" else []
+
+
+def _tokens(tokens: dict, rule: Rule) -> list:
+    return list(tokens.get(rule.name, [])) if rule.kind == "part" else []
+
+
+def _goal(names: Names) -> list[str]:
+    """total: (+) of the goal items' values (all on level glev)."""
+    lines = ["total = 0.0", "glev = 0"]
+    for rule in names.program.goals:
+        nest = build_nest(names, rule, [], [], {}, "0.0")
+        nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
+        lines += render_nest(nest, [f"total = plus(semiring, total, chart[{nest.head_cell}])",
+                                    f"glev = {level_code(names, rule.head, rule)}"], 0)
+    return lines
+
+
+def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
+    program = names.program
+    lines = []
+    for rule in program.goals:
+        nest = build_nest(names, rule, [], [], {}, "0.0")
+        nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
+        lines += render_nest(nest, [f"out[{nest.head_cell}] = np.exp(ls[{level_code(names, rule.head, rule)}] - log_z)"], 0)
+    lines += ["for lev in range(n + 2, -1, -1):", "    if ls[lev] == -np.inf:", "        continue"]
+    for rule in reversed(_rules_by_head(program, ("part",))):
+        rule_reads = _reads(reads, rule)
+        bound, steps = _level_binding(names, rule)
+        nest = build_nest(names, rule, rule_reads, _tokens(tokens, rule), bound, "ls[lev]")
+        nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let"),
+                                           Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if")]
+        inner = [f"mu = roh * {product(nest.product)}", "if mu != 0.0:"]
+        for q, read in enumerate(rule_reads):
+            if read.learned:
+                inner += ["    " + line for line in _count_lines(f"entry(meta, {read.table}, {read.row}, {read.outcome})",
+                                                                 "mu * weight")]
+        for q, cell in enumerate(nest.body_cells):
+            others = [p for p in nest.product if p != f"ru{q}"]
+            inner.append(f"    out[{cell}] += roh * {product(others)}")
+        lines += render_nest(nest, inner, 4)
+    return lines
+
+
+def _count_lines(index: str, value: str) -> list[str]:
+    """The _counts.j2 `add` macro, inline."""
+    return [f"cell = {index}", "if tracked and mark[cell] == 0:", "    mark[cell] = 1", "    listed += 1",
+            "    touched[listed] = cell", f"dense[cell] += {value}"]
+
+
+def _readback(names: Names, reads: dict, tokens: dict) -> dict:
+    """The code choosing the goal item, and for each item type the code choosing one firing that
+    builds a given item (argmax, or a draw in proportion to its term)."""
+    program = names.program
+    goal_lines = ["best = -1.0", "u = np.random.random() * total if sampling else 0.0"]
+    for rule in program.goals:
+        nest = build_nest(names, rule, [], [], {}, "0.0")
+        nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
+        head = program.items[rule.head.name]
+        keep = [f"stack[0, {1 + d}] = {names.lin(a, rule)}" for d, a in enumerate(rule.head.args)]
+        inner = [f"term = chart[{nest.head_cell}]", "if _better(sampling, term, best, u):", "    best = term",
+                 "    u -= term if sampling else 0.0", f"    stack[0, 0] = {names.item(head.name)}"]
+        inner += ["    " + k for k in keep]
+        inner += ["elif sampling and term > 0.0:", "    u -= term"]
+        lines = render_nest(nest, inner, 0)
+        goal_lines += lines
+    by_item = {}
+    for name in program.items:
+        rules = [r for r in program.rules if r.kind in ("axiom", "part") and r.head.name == name]
+        by_item[name] = _choose_item(names, name, rules, reads, tokens)
+    return {"goal": goal_lines, "items": by_item}
+
+
+def _choose_item(names: Names, name: str, rules: list[Rule], reads: dict, tokens: dict) -> list[str]:
+    program = names.program
+    item = program.items[name]
+    hvals = [f"stack[top, {1 + d}]" for d in range(len(item.dims))]
+    lines = [f"rh{d} = {v}" for d, v in enumerate(hvals)]
+    head_level = level_code(names, _ref(name, []), None, [f"rh{d}" for d in range(len(item.dims))])
+    lines += [f"hl = {head_level}", f"u = np.random.random() * chart[{cell_code(names, _ref(name, []), None, [f'rh{d}' for d in range(len(item.dims))])}] if sampling else 0.0",
+              "best = -1.0", "chosen = -1"]
+    for number, rule in enumerate(rules):
+        bound, steps = {}, []
+        for d, arg in enumerate(rule.head.args):
+            var = _solvable(arg, names)
+            if var is not None and var not in bound:
+                bound[var] = f"rh{d} - {arg.const}" if arg.const else f"rh{d}"
+        for d, arg in enumerate(rule.head.args):
+            var = _solvable(arg, names)
+            if var is None or bound[var] != (f"rh{d} - {arg.const}" if arg.const else f"rh{d}"):
+                code = names.lin(arg, rule)
+                steps.append(Step(f"{code} == rh{d}", needs_of(code), "if"))
+        nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ls[hl]")
+        nest.steps = steps + nest.steps
+        keep = [f"    pick[{q}] = {names.var(rule, v)}" for q, v in enumerate(rule.order)]
+        inner = [f"term = {product(nest.product)}", "if _better(sampling, term, best, u):", "    best = term",
+                 "    u -= term if sampling else 0.0", f"    chosen = {number}"] + keep
+        inner += ["elif sampling and term > 0.0:", "    u -= term"]
+        lines += render_nest(nest, inner, 0)
+    lines += ["if chosen < 0:", "    return -1"]
+    for number, rule in enumerate(rules):
+        lines += [f"{'if' if number == 0 else 'elif'} chosen == {number}:"]
+        body = [f"{names.var(rule, v)} = pick[{q}]" for q, v in enumerate(rule.order)]
+        if rule.kind == "part":
+            body += ["if count >= parts.shape[0]:", "    return -1",
+                     f"parts[count, 0] = {rule.index}"]
+            body += [f"parts[count, {1 + q}] = {names.var(rule, v)}" for q, v in enumerate(rule.params)]
+            body += ["count += 1"]
+        for ref in rule.body:
+            body += ["if top >= stack.shape[0]:", "    return -1", f"stack[top, 0] = {names.item(ref.name)}"]
+            body += [f"stack[top, {1 + d}] = {names.lin(a, rule)}" for d, a in enumerate(ref.args)]
+            body += ["top += 1"]
+        lines += ["    " + b for b in (body or ["pass"])]
+    return lines
+
+
+def _part_counts(names: Names, reads: dict, tokens: dict) -> list[str]:
+    """Adds `value` for each learned factor of each listed part."""
+    lines = []
+    for number, rule in enumerate(names.program.parts):
+        lines.append(f"{'if' if number == 0 else 'elif'} parts[q, 0] == {rule.index}:")
+        body = [f"{names.var(rule, v)} = parts[q, {1 + p}]" for p, v in enumerate(rule.params)]
+        body += [f"{t.local} = {t.expr}" for t in _tokens(tokens, rule)]
+        for read in _reads(reads, rule):
+            if read.learned:
+                body += _count_lines(f"entry(meta, {read.table}, {read.row}, {read.outcome})", "value")
+        lines += ["    " + b for b in (body or ["pass"])]
+    return lines or ["pass"]

@@ -1,0 +1,242 @@
+"""The rule program -> the generated module's dynamic program: loop nests, one per rule and pass.
+
+Every rule is written out as nested loops over its variables (each range bounded by the variables
+before it), with each factor of a part's score, each body item's inside value and each token read
+placed at the shallowest loop where all it reads is bound, so the innermost loop does the least.
+The same nest generator serves four passes, which differ only in what the innermost loop does:
+
+  reference  the log-scale each level's values are kept in (the largest body scale of any firing)
+  inside     head += part score x body values (the semiring's plus: sum or max)
+  outside    body outside += head outside x part score x the other bodies; part marginals -> counts
+  choose     the firings of one head item, for the Viterbi read-back (argmax) or a posterior draw
+
+Charts are kept in linear space, one log-scale per level (`ls`): an item on level k holds
+inside / exp(ls[k]) and outside x exp(ls[k]) / Z, so every firing's term carries the one factor
+exp(sum of its bodies' ls - its head's ls), computed once per combination of levels, not per term.
+Generated names follow a fixed scheme (rv<i> variables, ru<q> body values, rw<q> factors, ra<k> arguments): nothing from
+the spec becomes code.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from emc.spec import ir
+from emc.structures.rules.program import N, Program, Rule
+
+LOCAL = re.compile(r"\brv\d+\b")
+
+
+@dataclass
+class Names:
+    """How the generated code names the program's things."""
+
+    program: Program
+    args: dict[str, str]  # argument -> local
+
+    def item(self, name: str) -> int:
+        return list(self.program.items).index(name)
+
+    def var(self, rule: Rule, name: str) -> str:
+        return f"rv{rule.order.index(name)}"
+
+    def lin(self, lin: ir.Lin, rule: Rule | None) -> str:
+        out = str(lin.const) if lin.const or not lin.terms else ""
+        for name, coef in lin.terms:
+            if coef == 0:
+                continue
+            local = "n" if name == N else self.args[name] if name in self.args else self.var(rule, name)
+            term = local if abs(coef) == 1 else f"{abs(coef)} * {local}"
+            out = (f"-{term}" if coef < 0 else term) if not out else f"{out} {'-' if coef < 0 else '+'} {term}"
+        return f"({out})" if " " in out else out
+
+
+def layout_code(names: Names) -> list[str]:
+    """Locals for the chart's layout: item k's cells start at b<k>; its index d starts at
+    lo<k>_<d>, has z<k>_<d> values and stride s<k>_<d>. `cells` is the chart's size."""
+    lines = ["b0 = 0"]
+    for k, item in enumerate(names.program.items.values()):
+        dims = item.dims
+        for d, dim in enumerate(dims):
+            lines.append(f"lo{k}_{d} = {names.lin(dim.lo, None)}")
+            lines.append(f"z{k}_{d} = max(0, {names.lin(dim.hi, None)} - lo{k}_{d} + 1)")
+        for d in reversed(range(len(dims))):
+            lines.append(f"s{k}_{d} = " + ("1" if d == len(dims) - 1 else f"s{k}_{d + 1} * z{k}_{d + 1}"))
+        size = f"s{k}_0 * z{k}_0" if dims else "1"
+        lines.append(f"b{k + 1} = b{k} + {size}")
+    lines.append(f"cells = b{len(names.program.items)}")
+    return lines
+
+
+def cell_code(names: Names, ref: ir.ItemRef, rule: Rule | None, values: list[str] | None = None) -> str:
+    k = names.item(ref.name)
+    codes = values if values is not None else [names.lin(a, rule) for a in ref.args]
+    terms = [f"({c} - lo{k}_{d}) * s{k}_{d}" for d, c in enumerate(codes)]
+    return " + ".join([f"b{k}"] + terms)
+
+
+def level_code(names: Names, ref: ir.ItemRef, rule: Rule | None, values: list[str] | None = None) -> str:
+    program = names.program
+    item = program.items[ref.name]
+    codes = values if values is not None else [names.lin(a, rule) for a in ref.args]
+    pos = item.positions
+    if not pos:
+        return "(n + 2)" if _built_by_part(program, ref.name) else "0"
+    if program.kind == "last":
+        return f"(1 + {codes[pos[-1]]})"
+    return f"(1 + {codes[pos[-1]]} - {codes[pos[0]]})"
+
+
+def _built_by_part(program: Program, item: str) -> bool:
+    return any(r.kind == "part" and r.head.name == item for r in program.rules)
+
+
+@dataclass
+class Step:
+    """Code placed once its locals are bound: an assignment or a condition."""
+
+    text: str
+    needs: set[str]
+    kind: str  # "let" | "if"
+
+
+@dataclass
+class Nest:
+    """A rule's loops and the steps hoisted into them."""
+
+    loops: list[tuple[str, str, str]]  # (local, lo code, hi code)
+    steps: list[Step]
+    product: list[str] = field(default_factory=list)  # the locals whose product is the term
+    bodies: list[str] = field(default_factory=list)  # the body values' locals, in body order
+    body_cells: list[str] = field(default_factory=list)
+    factors: list[str] = field(default_factory=list)
+    head_cell: str = ""
+
+
+def needs_of(text: str) -> set[str]:
+    return set(LOCAL.findall(text))
+
+
+def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bound: dict[str, str],
+               scale_base: str, loop_vars: list[str] | None = None) -> Nest:
+    """The loops over the rule's variables not in `head_bound` (var -> code), and its steps:
+    range checks of indices that are expressions, `where` ranges, token reads, factor reads, body
+    values and the levels' scale factor `f`."""
+    program = names.program
+    order = [v for v in rule.order if v not in head_bound]
+    if loop_vars is not None:
+        order = [v for v in order if v in loop_vars]
+    steps: list[Step] = []
+    bound_locals = {names.var(rule, v) for v in head_bound}
+    for var, code in head_bound.items():
+        steps.append(Step(f"{names.var(rule, var)} = {code}", needs_of(code) - bound_locals | set(), "let"))
+    for var in head_bound:  # a bound variable must lie in its own ranges
+        steps.append(_range_step(names, rule, var))
+    loops = []
+    for var in order:
+        lo, hi = rule.bounds[var]
+        lo_code = _extreme("max", [names.lin(e, rule) for e in lo])
+        hi_code = _extreme("min", [names.lin(e, rule) for e in hi])
+        loops.append((names.var(rule, var), lo_code, hi_code))
+    nest = Nest(loops, steps)
+    for ref in (rule.head, *rule.body):
+        item = program.items[ref.name]
+        for arg, dim in zip(ref.args, item.dims):
+            if not (len(arg.terms) == 1 and arg.terms[0][1] == 1 and arg.const == 0 and arg.names[0] != N
+                    and arg.names[0] not in names.args):
+                code = names.lin(arg, rule)
+                steps.append(Step(f"{names.lin(dim.lo, None)} <= {code} <= {names.lin(dim.hi, None)}",
+                                  needs_of(code), "if"))
+    for attr in rule.where:
+        code = names.lin(attr.index, rule)
+        if attr.kind == "numeric":
+            steps.append(Step(f"{names.lin(attr.range.lo, rule)} <= {code} <= {names.lin(attr.range.hi, rule)}",
+                              needs_of(code), "if"))
+        elif attr.kind == "span":
+            end = names.lin(attr.end, rule)
+            steps.append(Step(f"0 <= {code} < {end} <= n and {end} - {code} <= rspan_max", needs_of(f"{code} {end}"), "if"))
+        else:
+            steps.append(Step(f"0 <= {code} < n", needs_of(code), "if"))
+    token_locals = [read.local for read in token_reads]
+    for read in token_reads:
+        steps.append(Step(f"{read.local} = {read.expr}", needs_of(read.expr), "let"))
+    for q, read in enumerate(reads):
+        local = f"rw{q}"
+        code = f"read(params, meta, {read.table}, {read.row}, {read.outcome})"
+        text = f"{read.row} {read.outcome}"
+        tokens = {t for t in token_locals if re.search(rf"\b{re.escape(t)}\b", text)}
+        steps.append(Step(f"{local} = {code}", needs_of(text) | tokens, "let"))
+        nest.factors.append(local)
+    levels = []
+    for q, ref in enumerate(rule.body):
+        cell = cell_code(names, ref, rule)
+        nest.body_cells.append(cell)
+        steps.append(Step(f"ru{q} = chart[{cell}]", needs_of(cell), "let"))
+        nest.bodies.append(f"ru{q}")
+        levels.append(f"ls[{level_code(names, ref, rule)}]")
+    scale = " + ".join(levels) if levels else "0.0"
+    steps.append(Step(f"rf = np.exp({scale} - {scale_base})", needs_of(scale), "let"))
+    nest.head_cell = cell_code(names, rule.head, rule)
+    nest.product = nest.factors + nest.bodies + ["rf"]
+    return nest
+
+
+def _range_step(names: Names, rule: Rule, var: str) -> Step:
+    lo, hi = rule.bounds[var]
+    local = names.var(rule, var)
+    lo_code = _extreme("max", [names.lin(e, rule) for e in lo])
+    hi_code = _extreme("min", [names.lin(e, rule) for e in hi])
+    return Step(f"{lo_code} <= {local} <= {hi_code}", needs_of(f"{lo_code} {hi_code} {local}"), "if")
+
+
+def _extreme(function: str, codes: list[str]) -> str:
+    unique = list(dict.fromkeys(codes))
+    out = unique[0]
+    for code in unique[1:]:
+        out = f"{function}({out}, {code})"
+    return out
+
+
+def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool = True) -> list[str]:
+    """The nest as lines: each step at the shallowest depth where what it needs is bound, then
+    `innermost` (lines using the locals) inside all the loops."""
+    lines: list[str] = []
+    placed: set[int] = set()
+    bound: set[str] = set()
+    pad = indent
+
+    def place(pad: int, depth: int) -> int:
+        progress = True
+        while progress:
+            progress = False
+            for q, step in enumerate(nest.steps):
+                if q in placed or not step.needs <= bound:
+                    continue
+                placed.add(q)
+                progress = True
+                if step.kind == "if":
+                    lines.append(" " * pad + f"if {step.text}:")
+                    pad += 4
+                else:
+                    lines.append(" " * pad + step.text)
+                    target = step.text.split(" = ")[0]
+                    bound.add(target)
+                    if skip_zero and depth < len(nest.loops) and target.startswith("ru") and target[2:].isdigit():
+                        lines.append(" " * pad + f"if {target} != 0.0:")
+                        pad += 4
+        return pad
+
+    pad = place(pad, 0)
+    for depth, (local, lo, hi) in enumerate(nest.loops):
+        lines.append(" " * pad + f"for {local} in range({lo}, {hi} + 1):")
+        pad += 4
+        bound.add(local)
+        pad = place(pad, depth + 1)
+    missing = [s.text for q, s in enumerate(nest.steps) if q not in placed]
+    assert not missing, f"unplaced steps: {missing}"
+    lines.extend(" " * pad + line for line in innermost)
+    return lines
+
+
+def product(locals_: list[str]) -> str:
+    return " * ".join(locals_) if locals_ else "1.0"

@@ -1,0 +1,65 @@
+"""Span attributes (`w = x[i:j]`): the tokens from i up to j as one word of their own vocabulary.
+
+Every run of at most L tokens inside an example gets an id in the `rules:spans` vocabulary (its
+tokens joined by spaces), packed as the segmentation packs its substrings: spans[p * L + l - 1]
+is the id of the run of length l starting at token p. L, the longest span any part can have, is
+found by grounding the variables the spans' ends depend on at two lengths: it must not grow with
+the input.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from emc.io.corpus import TokenField
+from emc.io.vocab import Vocabulary
+from emc.spec.errors import EmcError
+from emc.structures.rules.program import N, Program, Rule, assignments, closure, evaluate
+from emc.structures.segmentation.substrings import NO_RUN, index_runs
+
+SPANS = "rules:spans"
+
+
+def span_attributes(program: Program) -> list[tuple[Rule, Any]]:
+    return [(rule, attr) for rule in program.parts for attr in rule.where if attr.kind == "span"]
+
+
+def longest_span(program: Program, args: dict[str, int]) -> int:
+    """The longest span of any span attribute (0 without them); refused when it grows with n."""
+    longest = 0
+    size = 2 * max([*args.values(), 1]) + 6
+    for rule, attr in span_attributes(program):
+        names = {v for v in (*attr.index.names, *attr.end.names) if v in rule.bounds}
+        variables = closure(rule, names)
+        found = []
+        for n in (size, size + 7):
+            env = {N: n, **args}
+            found.append(max((evaluate(attr.end, a) - evaluate(attr.index, a) for a in assignments(rule, variables, env)),
+                             default=0))
+        if found[0] != found[1]:
+            raise EmcError(f"part '{rule.name}': the span {attr.observed}[{attr.index.text}:{attr.end.text}] can grow "
+                           "with the input: bound its length by the structure's arguments (e.g. `for i in "
+                           "j-maxlen..j-1`)")
+        longest = max(longest, found[0])
+    return longest
+
+
+def pack_spans(model, field: TokenField, args: dict[str, Any], vocabs: dict[str, Vocabulary], frozen) -> dict:
+    """`spans` (the id of every run, NO_RUN past an example's end) and `span_length` ([L])."""
+    program = model.structure.program
+    if not span_attributes(program):
+        return {}
+    length = max(1, longest_span(program, args))
+    run_of, first_start, lengths = index_runs(np.ascontiguousarray(field.ids, np.int32),
+                                              np.ascontiguousarray(field.offsets, np.int64), length)
+    values = field.vocab.values
+    names = [" ".join(values[t] for t in field.ids[s:s + l]) for s, l in zip(first_start.tolist(), lengths.tolist())]
+    vocab = vocabs.setdefault(SPANS, Vocabulary())
+    ids = np.array(vocab.encode(names), np.int32)
+    spans = np.where(run_of >= 0, ids[np.maximum(run_of, 0)], NO_RUN).astype(np.int32)
+    if frozen is None:
+        vocab.count(spans[spans != NO_RUN])
+    elif SPANS not in frozen.growing:
+        spans[spans >= frozen.get(SPANS, 0)] = 0
+    return {"spans": spans, "span_length": np.array([length], np.int32)}
