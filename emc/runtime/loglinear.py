@@ -491,11 +491,9 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
     gradient = 0
     in_use[gradient] = True
     dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, -1, zero_steps, gradient, no_slots, -1)
-    gram[:, gradient, gradient] = dots[0]
-    weight_dots[:, gradient] = dots[1]
-    squared_norm = dots[2].copy()
+    squared_norm, largest, _, _ = _enter_gradient(gram, weight_dots, dots, no_slots, gradient)
     value = (totals * log_z - weighted + 0.5 * kappa * squared_norm) * inverse_scale
-    done = dots[3] <= gtol
+    done = largest <= gtol
 
     # Curvature pairs, a ring of `memory`: s = pair_s[p, r] and y = pair_y[p] as coefficients over
     # the stored arrays; pair_slots[p]: the arrays the pair keeps (the gradient before it, its
@@ -516,78 +514,17 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         if done.all():
             break
         final = iteration == max_iterations
-        # each row's direction, as coefficients over the stored arrays, and its first trial step
-        for r in range(n_rows):
-            coefficients[r] = 0.0
-            steps[r] = 0.0
-            if done[r]:
-                continue
-            curved = _direction(gram, r, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, coefficients[r])
-            slopes[r] = 0.0
-            along_w[r] = 0.0
-            for b in range(n_slots):
-                slopes[r] += coefficients[r, b] * gram[r, b, gradient]
-                along_w[r] += coefficients[r, b] * weight_dots[r, b]
-            along_d[r] = _quadratic(gram, r, coefficients[r], coefficients[r])
-            # a quasi-Newton step has unit length in its metric; steepest descent has no curvature
-            # to scale it, so its first trial moves the weights by one unit
-            steps[r] = 1.0 if curved else 1.0 / max(np.sqrt(-slopes[r]), 1e-300)
+        _directions(gram, weight_dots, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, done,
+                    coefficients, steps, slopes, along_w, along_d)
         used = np.nonzero((coefficients != 0.0).sum(axis=0))[0]
         if used.size == 0:
             break
-        # the direction is direction_scale * pool[direction_slot], written out when it combines
-        # several stored arrays (then its gather reads one array, not several)
-        if used.size == 1:
-            direction_slot = used[0]
-            direction_scale = coefficients[:, direction_slot].copy()
-        else:
-            direction_slot = _free_slot(in_use)
-            live = np.nonzero(in_use)[0] if not final else no_slots
-            in_use[direction_slot] = True
-            made = combine(pool, used, np.ascontiguousarray(coefficients[:, used].T), direction_slot, live)
-            for i in range(live.size):
-                gram[:, direction_slot, live[i]] = made[i]
-                gram[:, live[i], direction_slot] = made[i]
-            gram[:, direction_slot, direction_slot] = made[live.size]
-            weight_dots[:, direction_slot] = along_w
-            direction_scale = np.ones(n_rows)
+        direction_slot, direction_scale = _direction_array(pool, in_use, gram, weight_dots, coefficients, used,
+                                                           along_w, final)
         d_top, d_weighted = gather(rows, pool[direction_slot], direction_scale, counts, direction)
-
-        # the line search, every searching row at once
-        searching = ~done
-        accepted = np.zeros(n_rows, np.bool_)
-        trial_value, trial_log_z = value.copy(), log_z.copy()
-        for _ in range(MAX_BACKTRACKS):
-            if not searching.any():
-                break
-            shifts = top + steps * d_top  # max_v (S + t D) <= max S + t max D for t >= 0
-            mass, highest = log_partition(scores, direction, steps, shifts)
-            redo = searching & (highest < shifts - SHIFT_SLACK)
-            if redo.any():
-                exact, _ = log_partition(scores, direction, steps, highest)
-                for r in range(n_rows):
-                    if redo[r]:
-                        mass[r], shifts[r] = exact[r], highest[r]
-            for r in range(n_rows):
-                if not searching[r]:
-                    continue
-                t = steps[r]
-                lz = shifts[r] + np.log(mass[r])
-                norm = squared_norm[r] + 2.0 * t * along_w[r] + t * t * along_d[r]
-                candidate = (totals[r] * lz - weighted[r] - t * d_weighted[r] + 0.5 * kappa * norm) * inverse_scale[r]
-                if np.isfinite(candidate) and candidate <= value[r] + ARMIJO * t * slopes[r]:
-                    searching[r] = False
-                    accepted[r] = True
-                    trial_value[r], trial_log_z[r] = candidate, lz
-                elif np.isfinite(candidate):  # the minimiser of the quadratic through what is known
-                    quadratic = -slopes[r] * t * t / (2.0 * (candidate - value[r] - slopes[r] * t))
-                    steps[r] = min(max(quadratic, 0.1 * t), 0.5 * t)
-                else:
-                    steps[r] *= 0.1
-        for r in range(n_rows):
-            if not accepted[r]:  # the row keeps its point and stops
-                steps[r] = 0.0
-                done[r] = True
+        accepted, trial_value, trial_log_z = _line_search(
+            scores, direction, top, d_top, steps, slopes, along_w, along_d, squared_norm, weighted, d_weighted,
+            totals, inverse_scale, kappa, value, log_z, done)
         log_z[:] = trial_log_z
         taken = steps * direction_scale
         if final:
@@ -610,35 +547,148 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         in_use[gradient] = True
         dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, direction_slot, taken,
                              gradient, live, previous)
-        n_live = live.size
-        for i in range(n_live):
-            gram[:, gradient, live[i]] = dots[i]
-            gram[:, live[i], gradient] = dots[i]
-            weight_dots[:, live[i]] = dots[n_live + i]
-        base = 2 * n_live
-        gram[:, gradient, gradient] = dots[base]
-        weight_dots[:, gradient] = dots[base + 1]
-        squared_norm = dots[base + 2].copy()
-        largest, change_norm, curvature = dots[base + 3], dots[base + 4], dots[base + 5]  # y.y, y.s
-        pair_y[slot] = 0.0
-        pair_y[slot, gradient] = 1.0
-        pair_y[slot, previous] = -1.0
-        pair_slots[slot, 0], pair_slots[slot, 1] = previous, direction_slot
-        for r in range(n_rows):
-            pair_s[slot, r] = 0.0
-            pair_s[slot, r, direction_slot] = taken[r]
-            if accepted[r] and curvature[r] > 1e-12 * change_norm[r]:  # keeps the estimate positive definite
-                rho[slot, r] = 1.0 / curvature[r]
-                pair_gamma[slot, r] = curvature[r] / change_norm[r]
-            else:
-                rho[slot, r] = 0.0
-            if accepted[r]:
-                decrease = value[r] - trial_value[r]
-                value[r] = trial_value[r]
-                if decrease <= ftol * max(abs(value[r]), 1.0) or largest[r] <= gtol:
-                    done[r] = True
+        squared_norm, largest, change_norm, curvature = _enter_gradient(gram, weight_dots, dots, live, gradient)
+        _store_pair(slot, previous, gradient, direction_slot, taken, accepted, curvature, change_norm,
+                    pair_s, pair_y, pair_slots, rho, pair_gamma)
+        _accept(accepted, value, trial_value, largest, ftol, gtol, done)
         order[n_pairs] = slot
         n_pairs += 1
+
+
+@njit(cache=True)
+def _enter_gradient(gram, weight_dots, dots, live, gradient):
+    """Enter a gradient_pass's dot products (the gradient pool[gradient] with each live array, w
+    with each) into gram and weight_dots. Returns w . w, max |g|, y . y and y . s of the pass."""
+    n_live = live.size
+    for i in range(n_live):
+        gram[:, gradient, live[i]] = dots[i]
+        gram[:, live[i], gradient] = dots[i]
+        weight_dots[:, live[i]] = dots[n_live + i]
+    base = 2 * n_live
+    gram[:, gradient, gradient] = dots[base]
+    weight_dots[:, gradient] = dots[base + 1]
+    return dots[base + 2].copy(), dots[base + 3], dots[base + 4], dots[base + 5]
+
+
+@njit(cache=True)
+def _directions(gram, weight_dots, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, done,
+                coefficients, steps, slopes, along_w, along_d):
+    """Each row's direction, as coefficients over the stored arrays, its slope, w . d and d . d,
+    and its first trial step (a row that is done gets none: zero coefficients, step 0)."""
+    n_rows, n_slots = coefficients.shape
+    for r in range(n_rows):
+        coefficients[r] = 0.0
+        steps[r] = 0.0
+        if done[r]:
+            continue
+        curved = _direction(gram, r, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, coefficients[r])
+        slopes[r] = 0.0
+        along_w[r] = 0.0
+        for b in range(n_slots):
+            slopes[r] += coefficients[r, b] * gram[r, b, gradient]
+            along_w[r] += coefficients[r, b] * weight_dots[r, b]
+        along_d[r] = _quadratic(gram, r, coefficients[r], coefficients[r])
+        # a quasi-Newton step has unit length in its metric; steepest descent has no curvature
+        # to scale it, so its first trial moves the weights by one unit
+        steps[r] = 1.0 if curved else 1.0 / max(np.sqrt(-slopes[r]), 1e-300)
+
+
+@njit(cache=True)
+def _direction_array(pool, in_use, gram, weight_dots, coefficients, used, along_w, final):
+    """The direction as (direction_slot, direction_scale): direction_scale * pool[direction_slot],
+    written out to a free array when it combines several stored arrays (`used`; then its gather
+    reads one array, not several), its dot products with the live arrays entered in `gram`
+    (none on the `final` iteration, which needs no more)."""
+    n_rows = coefficients.shape[0]
+    if used.size == 1:
+        direction_slot = used[0]
+        return direction_slot, coefficients[:, direction_slot].copy()
+    direction_slot = _free_slot(in_use)
+    live = np.nonzero(in_use)[0] if not final else np.empty(0, np.int64)
+    in_use[direction_slot] = True
+    made = combine(pool, used, np.ascontiguousarray(coefficients[:, used].T), direction_slot, live)
+    for i in range(live.size):
+        gram[:, direction_slot, live[i]] = made[i]
+        gram[:, live[i], direction_slot] = made[i]
+    gram[:, direction_slot, direction_slot] = made[live.size]
+    weight_dots[:, direction_slot] = along_w
+    return direction_slot, np.ones(n_rows)
+
+
+@njit(cache=True)
+def _line_search(scores, direction, top, d_top, steps, slopes, along_w, along_d, squared_norm, weighted,
+                 d_weighted, totals, inverse_scale, kappa, value, log_z, done):
+    """The backtracking line search, every row not done at once, from its trial step in `steps`.
+    Returns which rows accepted a step, and the objective and log partition there (the others
+    keep theirs); a row that accepts none keeps its point and stops (step 0, done)."""
+    n_rows = value.shape[0]
+    searching = ~done
+    accepted = np.zeros(n_rows, np.bool_)
+    trial_value, trial_log_z = value.copy(), log_z.copy()
+    for _ in range(MAX_BACKTRACKS):
+        if not searching.any():
+            break
+        shifts = top + steps * d_top  # max_v (S + t D) <= max S + t max D for t >= 0
+        mass, highest = log_partition(scores, direction, steps, shifts)
+        redo = searching & (highest < shifts - SHIFT_SLACK)
+        if redo.any():
+            exact, _ = log_partition(scores, direction, steps, highest)
+            for r in range(n_rows):
+                if redo[r]:
+                    mass[r], shifts[r] = exact[r], highest[r]
+        for r in range(n_rows):
+            if not searching[r]:
+                continue
+            t = steps[r]
+            lz = shifts[r] + np.log(mass[r])
+            norm = squared_norm[r] + 2.0 * t * along_w[r] + t * t * along_d[r]
+            candidate = (totals[r] * lz - weighted[r] - t * d_weighted[r] + 0.5 * kappa * norm) * inverse_scale[r]
+            if np.isfinite(candidate) and candidate <= value[r] + ARMIJO * t * slopes[r]:
+                searching[r] = False
+                accepted[r] = True
+                trial_value[r], trial_log_z[r] = candidate, lz
+            elif np.isfinite(candidate):  # the minimiser of the quadratic through what is known
+                quadratic = -slopes[r] * t * t / (2.0 * (candidate - value[r] - slopes[r] * t))
+                steps[r] = min(max(quadratic, 0.1 * t), 0.5 * t)
+            else:
+                steps[r] *= 0.1
+    for r in range(n_rows):
+        if not accepted[r]:
+            steps[r] = 0.0
+            done[r] = True
+    return accepted, trial_value, trial_log_z
+
+
+@njit(cache=True)
+def _store_pair(slot, previous, gradient, direction_slot, taken, accepted, curvature, change_norm,
+                pair_s, pair_y, pair_slots, rho, pair_gamma):
+    """The curvature pair of the step just taken at ring position `slot`: s = the step (`taken`
+    times the direction), y = the new gradient - the previous one; a row uses it (rho > 0) when
+    it moved and y.s > 0, which keeps the estimate positive definite."""
+    pair_y[slot] = 0.0
+    pair_y[slot, gradient] = 1.0
+    pair_y[slot, previous] = -1.0
+    pair_slots[slot, 0], pair_slots[slot, 1] = previous, direction_slot
+    for r in range(taken.shape[0]):
+        pair_s[slot, r] = 0.0
+        pair_s[slot, r, direction_slot] = taken[r]
+        if accepted[r] and curvature[r] > 1e-12 * change_norm[r]:
+            rho[slot, r] = 1.0 / curvature[r]
+            pair_gamma[slot, r] = curvature[r] / change_norm[r]
+        else:
+            rho[slot, r] = 0.0
+
+
+@njit(cache=True)
+def _accept(accepted, value, trial_value, largest, ftol, gtol, done):
+    """The rows that moved take their new objective, and stop when it fell by at most ftol
+    (relative) or their gradient is within gtol."""
+    for r in range(value.shape[0]):
+        if accepted[r]:
+            decrease = value[r] - trial_value[r]
+            value[r] = trial_value[r]
+            if decrease <= ftol * max(abs(value[r]), 1.0) or largest[r] <= gtol:
+                done[r] = True
 
 
 @njit(cache=True)

@@ -293,18 +293,7 @@ def marginals_batch(lengths, node, trans, trans_t, initial, final, weights, marg
             inv[r + b] = i
             for k in range(K):
                 alpha[r + b, k] *= i
-    inv_end = np.empty(B)
-    for b in range(B):
-        row = start[lengths[b] - 1] + b
-        c = 0.0
-        for k in range(K):
-            c += alpha[row, k] * final[k]
-        inv_end[b] = 0.0
-        if c > 0.0 and log_z[b] > NEG_INF:
-            inv_end[b] = 1.0 / c
-            log_z[b] += np.log(c)
-        else:
-            log_z[b] = NEG_INF
+    inv_end = _end_batch(lengths, start, alpha, final, log_z)
     raw = np.zeros((K, K))
     part = np.empty((K, K))
     # batch EM weighs every sequence 1: the edge sums then take the alphas as they are, without
@@ -342,6 +331,27 @@ def marginals_batch(lengths, node, trans, trans_t, initial, final, weights, marg
     for k in range(K):
         for j in range(K):
             edge_marg[k, j] += raw[k, j] * trans_t[k, j]
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _end_batch(lengths, start, alpha, final, log_z):
+    """The end of each sequence of a batch (marginals_batch's forward pass done): log_z[b] takes
+    its last factor, c_end = sum_k alpha[last, k] final[k] (-inf when zero); returns 1 / c_end per
+    sequence (0 for an impossible one), the backward pass's start."""
+    B, K = lengths.shape[0], alpha.shape[1]
+    inv_end = np.empty(B)
+    for b in range(B):
+        row = start[lengths[b] - 1] + b
+        c = 0.0
+        for k in range(K):
+            c += alpha[row, k] * final[k]
+        inv_end[b] = 0.0
+        if c > 0.0 and log_z[b] > NEG_INF:
+            inv_end[b] = 1.0 / c
+            log_z[b] += np.log(c)
+        else:
+            log_z[b] = NEG_INF
+    return inv_end
 
 
 # --- order 1, allowed states per position -------------------------------------------------------
