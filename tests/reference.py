@@ -286,6 +286,8 @@ ENUMERATORS: dict[str, Callable] = {
 
 def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
     """The decoder's output in the form the enumerators give structures."""
+    if getattr(problem.model.checked.structure, "program", None) is not None:
+        return rule_decoded_form(problem, decoded)
     name = problem.model.checked.structure.name
     if name == "chain":
         return tuple(int(s) for s in decoded)

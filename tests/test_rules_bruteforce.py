@@ -67,3 +67,14 @@ def test_rules_match_enumeration(tmp_path, spec):
         for example in range(len(DATA)):
             check_against_enumeration(problem, params, example, rule_structures(problem, example),
                                       lambda decoded: rule_decoded_form(problem, decoded))
+
+
+@pytest.mark.parametrize("spec", [HSMM, CKY], ids=["hsmm", "cky"])
+def test_rule_samples_follow_the_posterior(tmp_path, spec):
+    """Posterior draws (emc decode --sample, stochastic EM's counts) against the enumerated
+    posterior, within the total-variation bound a biased sampler fails (tests/test_sampling.py)."""
+    from test_sampling import check_sampler
+
+    problem = problem_from_lines(tmp_path, spec, ["a b c", "b a"])
+    params = random_params(problem, np.random.default_rng(3))
+    check_sampler(problem, params, list(rule_structures(problem, 0)))
