@@ -326,6 +326,7 @@ class RuleDecl:
     where: tuple[AttrDef, ...]
     pos: Pos
     name_pos: Pos
+    label: tuple[str, Lin, str] | None = None  # `labels x[t - 1] as k`: (observed, index, variable)
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,10 @@ class _ToIR(Transformer):
     def where_clause(self, meta, children):
         return ("where", tuple(children))
 
+    def label_clause(self, meta, children):
+        observed, index, variable = children
+        return ("labels", (str(observed), index, str(variable)))
+
     def body(self, meta, children):
         return ("body", tuple(children))
 
@@ -260,7 +264,7 @@ class _ToIR(Transformer):
         parts = {r[0]: r[1] for r in rest if isinstance(r, tuple)}
         return ir.RuleDecl(kind, None if name is None else str(name), params, head, parts.get("body", ()),
                            parts.get("for", ()), parts.get("where", ()), _pos(meta),
-                           _pos(meta) if name is None else _tok_pos(name))
+                           _pos(meta) if name is None else _tok_pos(name), parts.get("labels"))
 
     def axiom_decl(self, meta, children):
         head, *rest = children

@@ -19,6 +19,9 @@ from emc.structures.rules.program import N, Program, Rule, arity_bound
 from emc.structures.rules.spans import span_attributes
 
 TEMPLATE = "rules.py.j2"
+# The arguments are the spec's (`structure tags(x, states=45)`): their meta constants are numbered
+# (M_0, ...; emc/codegen/render.py), and extra_context finds them by their slots' labels.
+ARGUMENTS_FROM_SPEC = True
 
 
 def arrays(binding: Binding) -> list[str]:
@@ -142,9 +145,11 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
     lines = ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf"]
     for rule in _rules_by_head(program, ("axiom", "part")):
         bound, steps = _level_binding(names, rule)
-        nest = build_nest(names, rule, [], [], bound, "0.0", loop_vars=_level_vars(names, rule, bound))
-        nest.steps = steps + [s for s in nest.steps if s.kind == "if" or s.text.startswith("rf")
-                              or s.text.startswith("rv")]
+        loop_vars = _level_vars(names, rule, bound)
+        nest = build_nest(names, rule, [], [], bound, "0.0", loop_vars=loop_vars)
+        known = {names.var(rule, v) for v in [*loop_vars, *bound]}
+        nest.steps = steps + [s for s in nest.steps if (s.kind == "if" and s.needs <= known)
+                              or s.text.startswith("rf") or s.text.startswith("rv")]
         nest.steps = [Step(s.text.replace("rf = np.exp(", "rs = (", 1), s.needs, s.kind) if s.text.startswith("rf")
                       else s for s in nest.steps]
         lines += render_nest(nest, ["ref = max(ref, rs)"], 4, skip_zero=False)

@@ -2,10 +2,11 @@
 
 Input: the chain's formats (one sentence per line, CoNLL columns, CoNLL-U), read into the
 structure's one observed variable. Decoding prints a derivation as its parts, one
-`name(value,value,...)` per part in the order the read-back meets them (top-down from the goal),
-separated by spaces, one example per line: the part's variables in the order the spec declares
-them. With gold chunk tags (`--gold-column`, B-/I-/O tags), the parts whose first two variables
-are the ends of a span of tokens are read as segments and scored by chunk-span F1 (`boundary_f1`).
+`name(value,value,...)` per part (the part's variables in the order the spec declares them),
+separated by spaces, one example per line (format_decoded says in which order). Gold tags
+(`--gold-column`) are scored as tagging when parts label tokens (`labels x[t] as k`), else, when
+they are B-/I-/O chunk tags, the parts whose first two variables are the ends of a span of tokens
+are read as segments and scored by chunk-span F1 (`boundary_f1`).
 """
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from typing import Any
 import numpy as np
 
 from emc.eval.chunks import chunk_spans, span_scores
+from emc.eval.tagging import tagging_scores
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
 from emc.structures.rules import space_sizes as rule_space_sizes
-from emc.structures.rules.program import arity_bound
+from emc.structures.rules.program import N, arity_bound
+from emc.structures.rules.program import evaluate as evaluate_index
 from emc.structures.rules.spans import SPANS, pack_spans
 
 FORMATS = chain_data.FORMATS
@@ -76,7 +79,13 @@ def derivation(model: CheckedModel, decoded: np.ndarray) -> list[tuple[str, tupl
 
 
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
-    return " ".join(f"{name}({','.join(map(str, values))})" for name, values in derivation(model, decoded))
+    """The parts, left to right for a program built by position (a chain's steps in sentence
+    order), top-down for one built by span width (a tree's root first, each node before its
+    children, left child first)."""
+    parts = derivation(model, decoded)
+    if model.structure.program.kind == "last":
+        parts.reverse()
+    return " ".join(f"{name}({','.join(map(str, values))})" for name, values in parts)
 
 
 def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray,
@@ -106,18 +115,41 @@ def _is_span(program, rule) -> bool:
     return rule.params[0] in positional and rule.params[1] in positional
 
 
+def token_labels(model: CheckedModel, decoded: np.ndarray, length: int) -> np.ndarray:
+    """The label each token gets from the part that `labels` it (-1: none)."""
+    program = model.structure.program
+    labels = np.full(length, -1, np.int64)
+    for name, values in derivation(model, decoded):
+        rule = next(r for r in program.parts if r.name == name)
+        if rule.label is not None:
+            env = dict(zip(rule.params, values))
+            env.update({N: length, **model.binding.args})
+            position = evaluate_index(rule.label[1], env)
+            if 0 <= position < length:
+                labels[position] = env[rule.label[2]]
+    return labels
+
+
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:
-    """Chunk-span precision, recall and F1 against gold B-/I-/O tags, and the F1 of the all-singletons
-    baseline (every token its own segment) for comparison."""
+    """With parts that label tokens (`labels x[t] as k`): tagging accuracy against the gold tags
+    (many-to-one, one-to-one, VI). Otherwise, with gold B-/I-/O chunk tags: chunk-span precision,
+    recall and F1 of the parts over spans, and the F1 of the all-singletons baseline (every token
+    its own segment)."""
     gold = corpus.gold.get("tags")
     if gold is None or not decoded:
         return {}
     field = corpus.fields[model.binding.observed[model.structure.observed_roles[0]]]
+    lengths = field.lengths()
+    if any(rule.label is not None for rule in model.structure.program.parts):
+        predicted = np.concatenate([token_labels(model, out, lengths[ex]) for ex, out in enumerate(decoded)])
+        return tagging_scores(predicted, gold.ids[:len(predicted)])
+    if not all(tag == "O" or tag[:2] in ("B-", "I-") for tag in gold.vocab.values[1:]):
+        return {}
     gold_spans, predicted, singletons = [], [], []
     for ex, out in enumerate(decoded):
         tags = gold.tokens(ex)
         gold_spans.append(chunk_spans(tags))
-        predicted.append(segments(model, out, field.lengths()[ex]))
+        predicted.append(segments(model, out, lengths[ex]))
         singletons.append([(i, i + 1) for i in range(len(tags))])
     scores = span_scores(gold_spans, predicted, "boundary")
     scores.update({"singletons_f1": span_scores(gold_spans, singletons, "boundary")["boundary_f1"]})

@@ -60,6 +60,7 @@ class Rule:
     order: list[str]  # the variables, each bounded by earlier ones
     where: tuple[ir.AttrDef, ...]
     pos: ir.Pos
+    label: tuple[str, ir.Lin, str] | None = None  # the token the part tags, and the variable it tags it with
 
 
 @dataclass
@@ -216,6 +217,13 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
         if len(set(attribute_names)) < len(attribute_names):
             report(decl.name_pos, f"part '{name}' names an attribute twice")
             ok = False
+    if decl.label is not None:
+        observed_name, index, variable = decl.label
+        if observed_name not in observed or variable not in decl.params or any(
+                v not in bounds and v not in constants for v in index.names):
+            report(decl.pos, f"`labels {observed_name}[{index.text}] as {variable}`: the token must be of an observed "
+                             "variable of the structure, at an index of the part's variables, and the label one of them")
+            ok = False
     if not ok:
         return None
     order = _loop_order(bounds, constants)
@@ -223,7 +231,7 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
         report(decl.pos, "the variables' ranges depend on each other in a circle", "bound each variable by earlier ones")
         return None
     return Rule(kind, name, part_index if kind == "part" else -1, decl.params if kind == "part" else tuple(bounds),
-                decl.head, decl.body, bounds, order, decl.where, decl.pos)
+                decl.head, decl.body, bounds, order, decl.where, decl.pos, decl.label)
 
 
 def _loop_order(bounds: dict[str, tuple[list[ir.Lin], list[ir.Lin]]], constants: set[str]) -> list[str] | None:
