@@ -180,10 +180,11 @@ def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypat
 
 def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_one(tmp_path):
     from emc.io.atomic import atomic_file
+    from emc.spec.errors import EmcError
 
     target = tmp_path / "params.npz"
     target.write_bytes(b"old")
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(EmcError, match="params.npz: cannot write [(]disk full[)]; the previous file is kept"):
         with atomic_file(target) as f:
             f.write(b"half of the new")
             raise OSError("disk full")

@@ -35,14 +35,14 @@ def one_line_error(capsys) -> str:
 def test_resume_on_changed_data_is_refused(tmp_path, data, capsys):
     run = tmp_path / "run"
     assert fit(data, run) == 0
-    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    before = model_files(run)
     data.write_text("a b\n")
     capsys.readouterr()
     assert main(["fit", "--resume", str(run), "--quiet"]) == 1
     message = one_line_error(capsys)
     assert f"{data} changed since the fit began (20 -> 4 bytes" in message
     assert "another --out" in message and f"delete {run}" in message
-    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert model_files(run) == before
 
 
 def test_resume_on_the_same_data_touched_goes_on(tmp_path, data, capsys):
@@ -103,3 +103,72 @@ def test_decode_sample_refuses_what_cannot_fit_in_memory(tmp_path, data, capsys)
     assert "--sample 1000000000" in message and "GiB" in message
     assert main(["decode", str(run), str(data), "--sample", "2", "--seed", "-1"]) == 1
     assert "--seed -1" in one_line_error(capsys)
+
+
+def _disk_full_on(monkeypatch, name_part: str) -> None:
+    """Writing a file whose temporary name contains `name_part` fails as on a full disk."""
+    import errno
+    import os
+
+    import emc.io.atomic as atomic
+
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if name_part in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+
+
+def model_files(run) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(run.iterdir()) if p.is_file() and p.name != ".lock"}
+
+
+def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, data, capsys, monkeypatch):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    before = model_files(run)
+    _disk_full_on(monkeypatch, "checkpoint.npz")
+    capsys.readouterr()
+    assert fit(data, run, "--overwrite", "--seed", "5") == 1
+    message = one_line_error(capsys)
+    assert "checkpoint.npz: cannot write (No space left on device)" in message
+    assert model_files(run) == before  # the old checkpoint set aside by --overwrite is back
+
+
+def test_disk_full_while_saving_leaves_the_previous_model_whole(tmp_path, data, capsys, monkeypatch):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    before = model_files(run)
+    _disk_full_on(monkeypatch, "vocab.json")  # after spec.em and params.npz were written
+    capsys.readouterr()
+    assert fit(data, run, "--overwrite", "--seed", "5") == 1
+    message = one_line_error(capsys)
+    assert "vocab.json: cannot write (No space left on device); the previous file is kept" in message
+    after = model_files(run)
+    assert {k: v for k, v in after.items() if k != "checkpoint.npz"} == \
+        {k: v for k, v in before.items() if k != "checkpoint.npz"}
+
+
+def test_leftover_temporary_files_of_a_killed_fit_are_cleaned(tmp_path, data):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    leftover = run / ".run.json.x1y2z3.tmp"
+    leftover.write_text("{")
+    assert fit(data, run, "--overwrite") == 0
+    assert not leftover.exists()
+
+
+def test_resuming_a_finished_run_writes_nothing(tmp_path, data, capsys):
+    import os
+
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    stamps = lambda: {name: (content, os.stat(run / name).st_mtime_ns)  # noqa: E731
+                      for name, content in model_files(run).items()}
+    before = stamps()
+    assert main(["fit", "--resume", str(run)]) == 0
+    assert f"{run} already holds this finished model" in capsys.readouterr().err
+    assert stamps() == before

@@ -11,6 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from emc.spec.errors import EmcError
+
+
+def write_failed(path: Path, err: OSError) -> EmcError:
+    """The message for a file that could not be written (a full disk, no permission): the old file
+    is kept, since everything is written to a temporary name first."""
+    what = err.strerror or str(err)
+    return EmcError(f"{path}: cannot write ({what}){'; the previous file is kept' if path.exists() else ''}")
+
 
 @contextmanager
 def ctrl_c_deferred() -> Iterator[None]:
@@ -31,22 +40,93 @@ def ctrl_c_deferred() -> Iterator[None]:
         previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
 
 
+TMP_SUFFIX = ".tmp"
+
+
+def temporary_name(path: Path) -> str:
+    """The prefix of `path`'s temporary files (`.NAME.` + random + `.tmp`): what a killed writer leaves."""
+    return f".{path.name}."
+
+
+def leftover_temporaries(folder: Path) -> list[Path]:
+    """Temporary files of writes that never finished (a kill -9 between creating and renaming)."""
+    return [p for p in folder.glob(f".*{TMP_SUFFIX}") if p.is_file()]
+
+
+@contextmanager
+def _temporary(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """A synced temporary file beside `path` (removed if the block fails); OSError (a full disk)
+    becomes a message naming `path`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temporary_name(path), suffix=TMP_SUFFIX)
+    except OSError as err:
+        raise write_failed(path, err) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f, tmp
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException as err:
+        os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise write_failed(path, err) from None
+        raise
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A binary file to write `path` through: it replaces `path` when the block ends, synced to
     disk; if the block fails, `path` is left as it was and the temporary file is removed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     with ctrl_c_deferred():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with _temporary(path) as (f, tmp):
+            yield f
+        _replace(tmp, path)
+
+
+def _replace(tmp: str, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except OSError as err:
+        os.unlink(tmp)
+        raise write_failed(path, err) from None
+
+
+class StagedFiles:
+    """Files of one folder written together (`staged_files`): each to a temporary name, and only
+    once all of them are whole are they renamed into place."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.ready: list[tuple[str, Path]] = []
+
+    @contextmanager
+    def open(self, name: str) -> Iterator[BinaryIO]:
+        path = self.folder / name
+        with _temporary(path) as (f, tmp):
+            self.ready.append((tmp, path))
+            yield f
+
+    def write(self, name: str, data: bytes | str) -> None:
+        with self.open(name) as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@contextmanager
+def staged_files(folder: Path) -> Iterator[StagedFiles]:
+    """`with staged_files(run) as stage: stage.write(...)`: if any file cannot be written (a full
+    disk), none replaces its old version, so a folder never mixes a new spec with old parameters."""
+    stage = StagedFiles(folder)
+    with ctrl_c_deferred():
         try:
-            with os.fdopen(fd, "wb") as f:
-                yield f
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            yield stage
         except BaseException:
-            os.unlink(tmp)
+            for tmp, _ in stage.ready:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
             raise
+        for tmp, path in stage.ready:
+            _replace(tmp, path)
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:

@@ -48,8 +48,13 @@ def save_checkpoint(run: Path, state: FitState, job: dict[str, Any], corpus: lis
         "saved_at": time.time(),
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8)
-    with atomic_file(run / NAME) as f:
-        np.savez(f, **arrays)
+    had_one = (run / NAME).exists()
+    try:
+        with atomic_file(run / NAME) as f:
+            np.savez(f, **arrays)
+    except EmcError as err:  # a full disk: the previous checkpoint is whole, and resumable
+        raise EmcError(f"{err}" + (f": make room, then continue the fit with `emc fit --resume {run}`" if had_one
+                                   else "")) from None
 
 
 def _checkpoint_path(run: Path) -> Path:
@@ -73,6 +78,12 @@ def load_job(run: Path) -> dict[str, Any]:
     entries on access), not the parameters, which can be large."""
     with _damaged(run), np.load(_checkpoint_path(run)) as npz:
         return _meta(npz)["job"]
+
+
+def saved_at(run: Path) -> float:
+    """When the checkpoint in `run` was written (time.time())."""
+    with _damaged(run), np.load(_checkpoint_path(run)) as npz:
+        return float(_meta(npz)["saved_at"])
 
 
 def load_corpus_identity(run: Path) -> list[dict[str, Any]]:

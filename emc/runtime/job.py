@@ -23,12 +23,13 @@ from emc.io.readers import recording_reads
 from emc.priors import Prior
 from emc.priors.text import prior_from_text
 from emc.runtime.checkpoint import NAME as CHECKPOINT
-from emc.runtime.checkpoint import Checkpointer, corpus_change, load_checkpoint, load_corpus_identity, load_job
+from emc.runtime.checkpoint import (Checkpointer, corpus_change, load_checkpoint, load_corpus_identity, load_job,
+                                   saved_at)
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit_with_restarts, scored_examples
 from emc.runtime.state import FitResult, FitState, Interrupted
 from emc.runtime.initialize import describe_start
-from emc.runtime.model_dir import SavedRun, load_run, save_run
+from emc.runtime.model_dir import SavedRun, holds_finished_model, load_run, save_run
 from emc.runtime.modes.dispatch import fit_mode
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Model, Problem, bind
@@ -157,7 +158,14 @@ class Runner:
         self.job, self.out, self.say, self.progress = job, out, say, progress
         # `emc fit --resume`: each fit of the request continues from its folder's checkpoint if it has one
         self.resuming = resuming
-        self.observer = observer or (lambda record: None)
+        self.stepped = False  # whether a step ran in this process (see `already_saved`)
+        observer = observer or (lambda record: None)
+
+        def observe(record: dict) -> None:
+            self.stepped = True
+            observer(record)
+
+        self.observer = observe
         self.settings = job.fit_settings()
         self.compiled = False
         self.compile_seconds = 0.0
@@ -249,10 +257,20 @@ class Runner:
 
         summary = format_metrics(result.metrics)
         self.say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
-        if out is not None:
+        if out is not None and self.already_saved(out):
+            self.say(f"emc: {out} already holds this finished model: nothing to resume, nothing written")
+        elif out is not None:
             save_run(out, problem, result.params, self.settings, self.job.overrides,
                      self.options if options is None else options, result.objective, result.metrics, result.history)
             self.say(f"emc: saved to {out}")
+
+    def already_saved(self, out: Path) -> bool:
+        """Resuming, no step ran, and `out` holds the final model saved after the last checkpoint
+        (its own, or the request's for a folder without one): the fit had finished."""
+        if not self.resuming or self.stepped:
+            return False
+        folder = out if (out / CHECKPOINT).exists() else self.out
+        return folder is not None and (folder / CHECKPOINT).exists() and holds_finished_model(out, saved_at(folder))
 
     def run(self, options: dict[str, Any] | None = None, out: Path | None = None,
             state: FitState | None = None) -> tuple[Problem, FitResult]:
@@ -279,7 +297,7 @@ class Runner:
             if out is None or latest is None:
                 raise Interrupted("interrupted before the first iteration finished; nothing to save") from None
             save_run(out, problem, latest.params, self.settings, job.overrides, job.options,
-                     latest.objective or float("nan"), {}, latest.history)
+                     latest.objective or float("nan"), {}, latest.history, finished=False)
             step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
             raise self.interrupted(out, step) from None
         finally:

@@ -8,22 +8,24 @@
     run.json      settings, structure arguments, state names, sizes, final objective and metrics
     log.jsonl     one JSON object per iteration or pass
 
-Every file is written to a temporary name and renamed, so a kill never leaves a half-written one.
+Every file is written to a temporary name and they are renamed together once all are whole, so a
+kill or a full disk never leaves a half-written one, nor a new spec beside old parameters.
 `emc decode RUN` and `emc fit --init RUN` reload it.
 """
 from __future__ import annotations
 
 import json
+import time
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 
 from emc.version import __version__
-from emc.io.atomic import atomic_file, atomic_write
+from emc.io.atomic import staged_files
 from emc.io.vocab import Vocabulary, load_vocabularies, vocabularies_json
 from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.problem import Model, Problem
@@ -31,7 +33,7 @@ from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
 
 
-def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
+def save_params(f: BinaryIO, params: ParamState, layout: ParamLayout) -> None:
     theta = params.weights(layout)
     tables = {}
     for t in layout.tables:
@@ -42,19 +44,23 @@ def save_params(path: Path, params: ParamState, layout: ParamLayout) -> None:
         else:
             tables[f"table_{t.name}"] = t.matrix(theta)
     tables.update({f"features_{name}": weights for name, weights in params.features.items()})
-    with atomic_file(path) as f:
-        np.savez(f, theta=theta, **tables)
+    np.savez(f, theta=theta, **tables)
 
 
 def save_run(run: Path, problem: Problem, params: ParamState, settings: FitSettings, overrides: dict[str, Any],
-             options: dict[str, Any], objective: float, metrics: dict[str, float], history: list[dict]) -> None:
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write(run / "spec.em", problem.model.checked.spec.text)
-    save_params(run / "params.npz", params, problem.layout)
-    atomic_write(run / "vocab.json", vocabularies_json(problem.vocabs))
+             options: dict[str, Any], objective: float, metrics: dict[str, float], history: list[dict],
+             finished: bool = True) -> None:
+    """`finished`: the fit ended (not a Ctrl-C's model so far); with `saved_at`, what tells
+    `emc fit --resume` that the folder already holds its final model (`holds_finished_model`)."""
     info = run_info(problem, settings, overrides, options, objective, metrics)
-    atomic_write(run / "run.json", json.dumps(info, indent=2))
-    atomic_write(run / "log.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+    info.update(finished=finished, saved_at=time.time())
+    with staged_files(run) as stage:  # all of them or none: a full disk leaves the previous model whole
+        stage.write("spec.em", problem.model.checked.spec.text)
+        with stage.open("params.npz") as f:
+            save_params(f, params, problem.layout)
+        stage.write("vocab.json", vocabularies_json(problem.vocabs))
+        stage.write("run.json", json.dumps(info, indent=2))
+        stage.write("log.jsonl", "".join(json.dumps(r) + "\n" for r in history))
 
 
 def run_info(problem: Problem, settings: FitSettings, overrides: dict[str, Any], options: dict[str, Any],
@@ -111,6 +117,15 @@ class SavedRun:
     def trained(self) -> dict[str, Any]:
         return {"args": self.info["args"], "labels": self.info["labels"], "vocab_sizes": self.info["vocab_sizes"],
                 "sparse": self.sparse}
+
+
+def holds_finished_model(run: Path, since: float) -> bool:
+    """Whether `run` holds the final model of a fit saved after `since` (a checkpoint's saved_at)."""
+    try:
+        info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        return info.get("finished") is True and float(info.get("saved_at", 0.0)) >= since
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
 
 
 # what reading a damaged file of a run folder raises: truncated or garbled npz (zip), JSON, text
