@@ -186,7 +186,6 @@ def test_no_structure_imports_the_runtime():
     assert imports_between(import_graph(), "emc.structures", "emc.runtime") == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: codegen/layout.py and render.py still look up structures.registry")
 def test_codegen_imports_no_structure():
     assert imports_between(import_graph(), "emc.codegen", "emc.structures") == []
 
@@ -195,7 +194,7 @@ def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: codegen <-> structures and runtime <-> dist remain")
+@pytest.mark.xfail(strict=True, reason="issue 34: runtime <-> dist remains")
 def test_no_package_cycle():
     assert cycles(package_graph(import_graph())) == []
 

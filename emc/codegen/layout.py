@@ -11,7 +11,6 @@ from typing import Literal
 from emc.codegen.abi import TABLE_META_SIZE
 from emc.io.views import view_key
 from emc.spec.model import CheckedModel, ResolvedAttr
-from emc.structures.registry import codegen_for
 
 
 def token_attributes(model: CheckedModel) -> list[ResolvedAttr]:
@@ -30,7 +29,7 @@ def token_array_name(attr: ResolvedAttr) -> str:
 
 
 def array_names(model: CheckedModel) -> list[str]:
-    structural = codegen_for(model.structure.name, model.binding).arrays(model.binding)
+    structural = model.codegen.arrays(model.binding)
     return structural + sorted({token_array_name(a) for a in token_attributes(model)})
 
 

@@ -21,7 +21,6 @@ import jinja2
 from emc.version import __version__
 from emc.codegen.layout import array_names, meta_size, meta_slots, table_spaces, token_array_name, token_attributes
 from emc.spec.model import CheckedModel, Factor
-from emc.structures.registry import codegen_for
 
 
 @dataclass
@@ -62,7 +61,7 @@ def _mixed_radix(codes: list[str], sizes: list[str]) -> str:
 
 
 def render_context(model: CheckedModel) -> dict:
-    descriptor = codegen_for(model.structure.name, model.binding)
+    descriptor = model.codegen
     binding = model.binding
     taken: set[str] = set()
     arrays = [(_const("A_", name, taken), name) for name in array_names(model)]
@@ -147,7 +146,7 @@ def _environment() -> jinja2.Environment:
 
 def render(model: CheckedModel) -> str:
     """The generated module's source text for a checked model."""
-    descriptor = codegen_for(model.structure.name, model.binding)
+    descriptor = model.codegen
     context = render_context(model)
     extra_context = getattr(descriptor, "extra_context", None)  # a structure whose DP is generated too
     if extra_context is not None:

@@ -18,7 +18,7 @@ from emc.spec import ir
 from emc.spec.errors import DiagnosticSink, EmcError, did_you_mean, one_of
 from emc.spec.model import CheckedModel, Factor, Feature, PairFeature, ResolvedAttr
 from emc.spec.structure import Attribute, Binding, SlotError, Structure, coerce_arg
-from emc.structures.registry import STRUCTURES
+from emc.structures.registry import STRUCTURES, codegen_for
 from emc.structures.rules import make_structure
 from emc.structures.rules.program import check_program
 
@@ -74,7 +74,8 @@ class _Checker:
             names = [a.name for a in binding.structure.args] + list(self.params)
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
-        return CheckedModel(spec, binding, observed, factors, self.params, self.base_dir)
+        return CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
+                            self.params, self.base_dir)
 
     # --- observed, params, latent ----------------------------------------------------------
     def _observed(self) -> dict[str, str]:

@@ -4,6 +4,7 @@ every layer above can name these types without depending on the checks that buil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from emc.io.views import view_key
 from emc.priors import Prior
@@ -89,6 +90,10 @@ class CheckedModel:
     binding: Binding
     observed: dict[str, str]  # name -> kind
     factors: list[Factor]
+    # the structure's code-generation descriptor for this binding (emc/structures/NAME/codegen.py:
+    # its template, packed arrays and attribute codes), which the checker has the registry look
+    # up, so that the code generator never imports a structure
+    codegen: ModuleType
     params: dict[str, float] = field(default_factory=dict)
     base_dir: str = ""  # where the files the spec names were found (relative paths start there)
 
