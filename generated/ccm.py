@@ -18,7 +18,7 @@ from emc.structures.spantree import dp
 STRUCTURE = "spantree"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "span_start", "span_yield", "span_context", "span_length", )
+ARRAYS = ('offsets', 'span_start', 'span_yield', 'span_context', 'span_length', )
 A_OFFSETS = 0
 A_SPAN_START = 1
 A_SPAN_YIELD = 2
@@ -29,11 +29,11 @@ A_SPAN_LENGTH = 4
 META_SIZE = 15
 M_EMPTY = 0  # arg:empty
 M_LABELS = 1  # arg:labels
-M_SIZE_BOOL = 2  # size:bool
-M_SIZE_YIELDS = 3  # size:yields
-M_SIZE_CONTEXTS = 4  # size:contexts
-T_YIELD = 5  # table:yield
-T_CONTEXT = 10  # table:context
+M_SIZE_0 = 2  # size:bool
+M_SIZE_1 = 3  # size:yields
+M_SIZE_2 = 4  # size:contexts
+T_0 = 5  # table:yield
+T_1 = 10  # table:context
 
 
 @njit(cache=True)
@@ -71,8 +71,8 @@ def _span_scores(ex, ints, layout, meta, params):
             for c in range(2):
                 if dp.scored(n, i, j, c):
                     p = 1.0
-                    p *= read(params, meta, T_YIELD, c, yield_id)  # yield: P(t.yield | t.constituent)
-                    p *= read(params, meta, T_CONTEXT, c, context_id)  # context: P(t.context | t.constituent)
+                    p *= read(params, meta, T_0, c, yield_id)  # yield: P(t.yield | t.constituent)
+                    p *= read(params, meta, T_1, c, context_id)  # context: P(t.context | t.constituent)
                     score[c, i, j] = np.log(p)
     return score
 
@@ -104,14 +104,14 @@ def scatter_counts(ex, ints, layout, meta, constituent, weight, counts):
                     p = (constituent[i, j] if c == 1 else 1.0 - constituent[i, j]) * weight
                     if p > 0.0:
                         # yield: P(t.yield | t.constituent)
-                        cell = entry(meta, T_YIELD, c, yield_id)
+                        cell = entry(meta, T_0, c, yield_id)
                         if tracked and mark[cell] == 0:
                             mark[cell] = 1
                             listed += 1
                             touched[listed] = cell
                         dense[cell] += p
                         # context: P(t.context | t.constituent)
-                        cell = entry(meta, T_CONTEXT, c, context_id)
+                        cell = entry(meta, T_1, c, context_id)
                         if tracked and mark[cell] == 0:
                             mark[cell] = 1
                             listed += 1

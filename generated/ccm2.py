@@ -18,7 +18,7 @@ from emc.structures.spantree import dp
 STRUCTURE = "spantree"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "span_start", "span_yield", "span_context", "span_length", )
+ARRAYS = ('offsets', 'span_start', 'span_yield', 'span_context', 'span_length', )
 A_OFFSETS = 0
 A_SPAN_START = 1
 A_SPAN_YIELD = 2
@@ -29,12 +29,12 @@ A_SPAN_LENGTH = 4
 META_SIZE = 16
 M_EMPTY = 0  # arg:empty
 M_LABELS = 1  # arg:labels
-M_SIZE_BOOL = 2  # size:bool
-M_SIZE_LENGTH = 3  # size:length
-M_SIZE_YIELDS = 4  # size:yields
-M_SIZE_CONTEXTS = 5  # size:contexts
-T_YIELD = 6  # table:yield
-T_CONTEXT = 11  # table:context
+M_SIZE_0 = 2  # size:bool
+M_SIZE_1 = 3  # size:length
+M_SIZE_2 = 4  # size:yields
+M_SIZE_3 = 5  # size:contexts
+T_0 = 6  # table:yield
+T_1 = 11  # table:context
 
 
 @njit(cache=True)
@@ -54,7 +54,7 @@ def _span_scores(ex, ints, layout, meta, params):
     """score[c, i, j]: the log of the product of the span-slot factors of span (i, j) as a
     constituent (c = 1) or a distituent (c = 0); score[0, i, i] is the empty span at i (0 when
     empty spans are not modelled). Values a span cannot take are left at 0 and never read."""
-    size_length = meta[M_SIZE_LENGTH]
+    size_1 = meta[M_SIZE_1]
     span_start = array(ints, layout, A_SPAN_START)
     span_yield = array(ints, layout, A_SPAN_YIELD)
     span_context = array(ints, layout, A_SPAN_CONTEXT)
@@ -73,8 +73,8 @@ def _span_scores(ex, ints, layout, meta, params):
             for c in range(2):
                 if dp.scored(n, i, j, c):
                     p = 1.0
-                    p *= read(params, meta, T_YIELD, (c) * size_length + length_id, yield_id)  # yield: P(t.yield | t.constituent, t.length)
-                    p *= read(params, meta, T_CONTEXT, c, context_id)  # context: P(t.context | t.constituent)
+                    p *= read(params, meta, T_0, (c) * size_1 + length_id, yield_id)  # yield: P(t.yield | t.constituent, t.length)
+                    p *= read(params, meta, T_1, c, context_id)  # context: P(t.context | t.constituent)
                     score[c, i, j] = np.log(p)
     return score
 
@@ -84,7 +84,7 @@ def scatter_counts(ex, ints, layout, meta, constituent, weight, counts):
     """Expected counts of the learned span-slot factors: span (i, j) counts constituent[i, j] as
     a constituent and 1 - constituent[i, j] as a distituent (an empty span, 1 as a distituent),
     times `weight`."""
-    size_length = meta[M_SIZE_LENGTH]
+    size_1 = meta[M_SIZE_1]
     span_start = array(ints, layout, A_SPAN_START)
     span_yield = array(ints, layout, A_SPAN_YIELD)
     span_context = array(ints, layout, A_SPAN_CONTEXT)
@@ -107,14 +107,14 @@ def scatter_counts(ex, ints, layout, meta, constituent, weight, counts):
                     p = (constituent[i, j] if c == 1 else 1.0 - constituent[i, j]) * weight
                     if p > 0.0:
                         # yield: P(t.yield | t.constituent, t.length)
-                        cell = entry(meta, T_YIELD, (c) * size_length + length_id, yield_id)
+                        cell = entry(meta, T_0, (c) * size_1 + length_id, yield_id)
                         if tracked and mark[cell] == 0:
                             mark[cell] = 1
                             listed += 1
                             touched[listed] = cell
                         dense[cell] += p
                         # context: P(t.context | t.constituent)
-                        cell = entry(meta, T_CONTEXT, c, context_id)
+                        cell = entry(meta, T_1, c, context_id)
                         if tracked and mark[cell] == 0:
                             mark[cell] = 1
                             listed += 1

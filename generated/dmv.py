@@ -18,7 +18,7 @@ from emc.structures.semiring import SUM
 STRUCTURE = "deptree"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "tags", "constrained", "gold_head", )
+ARRAYS = ('offsets', 'tags', 'constrained', 'gold_head', )
 A_OFFSETS = 0
 A_TAGS = 1
 A_CONSTRAINED = 2
@@ -26,12 +26,12 @@ A_GOLD_HEAD = 3
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 18
-M_SIZE_VOCAB_X = 0  # size:vocab:x
-M_SIZE_DIRECTION = 1  # size:direction
-M_SIZE_BOOL = 2  # size:bool
-T_ROOT = 3  # table:root
-T_ATTACH = 8  # table:attach
-T_STOP = 13  # table:stop
+M_SIZE_0 = 0  # size:vocab:x
+M_SIZE_1 = 1  # size:direction
+M_SIZE_2 = 2  # size:bool
+T_0 = 3  # table:root
+T_1 = 8  # table:attach
+T_2 = 13  # table:stop
 
 
 @njit(cache=True)
@@ -51,8 +51,8 @@ def _sentence(ex, ints, layout):
 def _scores(ex, ints, layout, meta, params):
     """root[h], attach[h, a] and stop[h, side, adj, s]: the logs of the products of the root-,
     attach- and stop-slot factors (see dp.py)."""
-    size_direction = meta[M_SIZE_DIRECTION]
-    size_bool = meta[M_SIZE_BOOL]
+    size_1 = meta[M_SIZE_1]
+    size_2 = meta[M_SIZE_2]
     tags = array(ints, layout, A_TAGS)
     first, n = _sentence(ex, ints, layout)
     root = np.zeros(n)
@@ -61,7 +61,7 @@ def _scores(ex, ints, layout, meta, params):
     for h in range(n):
         tag_h = tags[first + h]
         p = 1.0
-        p *= read(params, meta, T_ROOT, 0, tag_h)  # root: P(d.root)
+        p *= read(params, meta, T_0, 0, tag_h)  # root: P(d.root)
         root[h] = np.log(p)
         for a in range(n):
             if a == h:
@@ -69,13 +69,13 @@ def _scores(ex, ints, layout, meta, params):
             tag_a = tags[first + a]
             side = 0 if a < h else 1
             p = 1.0
-            p *= read(params, meta, T_ATTACH, (tag_h) * size_direction + side, tag_a)  # attach: P(d.dependent | d.head, d.direction)
+            p *= read(params, meta, T_1, (tag_h) * size_1 + side, tag_a)  # attach: P(d.dependent | d.head, d.direction)
             attach[h, a] = np.log(p)
         for side in range(2):
             for adj in range(2):
                 for s in range(2):
                     p = 1.0
-                    p *= read(params, meta, T_STOP, ((tag_h) * size_direction + side) * size_bool + adj, s)  # stop: P(d.stop | d.head, d.direction, d.adjacent)
+                    p *= read(params, meta, T_2, ((tag_h) * size_1 + side) * size_2 + adj, s)  # stop: P(d.stop | d.head, d.direction, d.adjacent)
                     stop[h, side, adj, s] = np.log(p)
     _keep_given_tree(ex, first, n, ints, layout, root, attach)
     return root, attach, stop
@@ -101,8 +101,8 @@ def _keep_given_tree(ex, first, n, ints, layout, root, attach):
 def scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts):
     """The learned factors' expected counts from the DP's (root_m[h], arcs[h, a],
     stops[h, side, adj, s]), times `weight`."""
-    size_direction = meta[M_SIZE_DIRECTION]
-    size_bool = meta[M_SIZE_BOOL]
+    size_1 = meta[M_SIZE_1]
+    size_2 = meta[M_SIZE_2]
     tags = array(ints, layout, A_TAGS)
     first, n = _sentence(ex, ints, layout)
     dense, mark, touched = counts
@@ -113,7 +113,7 @@ def scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts):
         p = root_m[h] * weight
         if p > 0.0:
             # root: P(d.root)
-            cell = entry(meta, T_ROOT, 0, tag_h)
+            cell = entry(meta, T_0, 0, tag_h)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
@@ -125,7 +125,7 @@ def scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts):
             p = arcs[h, a] * weight
             if a != h and p > 0.0:
                 # attach: P(d.dependent | d.head, d.direction)
-                cell = entry(meta, T_ATTACH, (tag_h) * size_direction + side, tag_a)
+                cell = entry(meta, T_1, (tag_h) * size_1 + side, tag_a)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -137,7 +137,7 @@ def scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts):
                     p = stops[h, side, adj, s] * weight
                     if p > 0.0:
                         # stop: P(d.stop | d.head, d.direction, d.adjacent)
-                        cell = entry(meta, T_STOP, ((tag_h) * size_direction + side) * size_bool + adj, s)
+                        cell = entry(meta, T_2, ((tag_h) * size_1 + side) * size_2 + adj, s)
                         if tracked and mark[cell] == 0:
                             mark[cell] = 1
                             listed += 1

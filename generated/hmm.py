@@ -16,30 +16,30 @@ from emc.structures.chain import dp
 STRUCTURE = "chain"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "constrained", "allowed_start", "allowed_states", "tokens:x", )
+ARRAYS = ('offsets', 'constrained', 'allowed_start', 'allowed_states', 'tokens:x', )
 A_OFFSETS = 0
 A_CONSTRAINED = 1
 A_ALLOWED_START = 2
 A_ALLOWED_STATES = 3
-A_TOKENS_X = 4
+A_TOKENS_0 = 4  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 17
 M_STATES = 0  # arg:states
 M_ORDER = 1  # arg:order
 M_STOP = 2  # arg:stop
-M_SIZE_STATES_START = 3  # size:states+start
-M_SIZE_STATES_STOP = 4  # size:states+stop
-M_SIZE_STATES = 5  # size:states
-M_SIZE_VOCAB_X = 6  # size:vocab:x
-T_TRANS = 7  # table:trans
-T_EMIT = 12  # table:emit
+M_SIZE_0 = 3  # size:states+start
+M_SIZE_1 = 4  # size:states+stop
+M_SIZE_2 = 5  # size:states
+M_SIZE_3 = 6  # size:vocab:x
+T_0 = 7  # table:trans
+T_1 = 12  # table:emit
 
 
 @njit(cache=True)
 def _emission_readers(params, meta):
     """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
-    return (table_reader(params, meta, T_EMIT), )
+    return (table_reader(params, meta, T_1), )
 
 
 @njit(cache=True)
@@ -47,16 +47,16 @@ def _emission_into(ex, ints, layout, meta, readers, node, start, b):
     """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     reader_0 = readers[0]
     for t in range(n):
-        x = x_ids[first + t]
+        token_0 = tokens_0[first + t]
         row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
+            score *= read_hoisted(reader_0, k, token_0)  # emit: P(x | z)
             row[k] = score
 
 
@@ -98,7 +98,7 @@ def prepare(meta, params):
     trans transposed (K x K), which the backward pass reads]."""
     K = meta[M_STATES]
     derived = np.empty(2 * K * K + 2 * K)
-    reader_0 = table_reader(params, meta, T_TRANS)
+    reader_0 = table_reader(params, meta, T_0)
     # state -> state transposed first, then START -> k (j = K), then j -> STOP (k = K): loops
     # without a branch, which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence).
     # A table's rows of one outcome are adjacent (emc/codegen/abi.py), so the transposed matrix
@@ -133,7 +133,7 @@ def prepare(meta, params):
 # The tables every example writes in full (a learned transition-slot factor's K x K state ->
 # state entries, and almost all of its START and STOP ones): stepwise EM adds them as blocks
 # (emc/runtime/online.py).
-WHOLE_TABLES = (T_TRANS, )
+WHOLE_TABLES = (T_0, )
 
 
 @njit(cache=True)
@@ -149,7 +149,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     node marginals node_marg[start[t] + b, k], times `weight`."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     dense, mark, touched = counts
@@ -160,9 +160,9 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     # (the rows of one example are adjacent in the per-example layout, the only tracked one)
     positive = tracked and start[1] == 1 and all_positive(node_marg[start[0] + b:start[n - 1] + b + 1], weight)
     for t in range(n):
-        x = x_ids[first + t]
+        token_0 = tokens_0[first + t]
         marg = node_marg[start[t] + b]
-        cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
+        cell = entry(meta, T_1, 0, token_0)  # emit: P(x | z)
         if tracked:
             listed = add_column(counts, listed, cell, marg, weight, positive)
         else:  # written out: through add_listed_column the batched E-step took 5% longer (measured)
@@ -174,7 +174,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
         p = node_marg[start[0] + b, k] * weight
         if p != 0.0:
             # trans: P(z | z.prev)
-            cell = entry(meta, T_TRANS, j, k)
+            cell = entry(meta, T_0, j, k)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
@@ -186,7 +186,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
             p = node_marg[start[n - 1] + b, j] * weight
             if p != 0.0:
                 # trans: P(z | z.prev)
-                cell = entry(meta, T_TRANS, j, k)
+                cell = entry(meta, T_0, j, k)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -207,9 +207,9 @@ def _add_edge_counts(meta, edge_marg, weight, counts):
     # transition slot: state -> state, START -> first state, last state -> STOP; j varies fastest,
     # as the entries of one outcome are adjacent in a table (emc/codegen/abi.py). A table with
     # nothing to list (stepwise EM's whole tables) is added to without a check per column.
-    plain_0 = nothing_to_list(counts, meta, T_TRANS)
+    plain_0 = nothing_to_list(counts, meta, T_0)
     for k in range(K):
-        cell = entry(meta, T_TRANS, 0, k)  # trans: P(z | z.prev)
+        cell = entry(meta, T_0, 0, k)  # trans: P(z | z.prev)
         if plain_0:
             add_listed_column(counts, cell, edge_marg[k], weight)
         else:

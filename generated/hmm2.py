@@ -15,48 +15,48 @@ from emc.structures.chain import dp
 STRUCTURE = "chain"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "constrained", "allowed_start", "allowed_states", "tokens:x", )
+ARRAYS = ('offsets', 'constrained', 'allowed_start', 'allowed_states', 'tokens:x', )
 A_OFFSETS = 0
 A_CONSTRAINED = 1
 A_ALLOWED_START = 2
 A_ALLOWED_STATES = 3
-A_TOKENS_X = 4
+A_TOKENS_0 = 4  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 17
 M_STATES = 0  # arg:states
 M_ORDER = 1  # arg:order
 M_STOP = 2  # arg:stop
-M_SIZE_STATES_START = 3  # size:states+start
-M_SIZE_STATES_STOP = 4  # size:states+stop
-M_SIZE_STATES = 5  # size:states
-M_SIZE_VOCAB_X = 6  # size:vocab:x
-T_TRANS = 7  # table:trans
-T_EMIT = 12  # table:emit
+M_SIZE_0 = 3  # size:states+start
+M_SIZE_1 = 4  # size:states+stop
+M_SIZE_2 = 5  # size:states
+M_SIZE_3 = 6  # size:vocab:x
+T_0 = 7  # table:trans
+T_1 = 12  # table:emit
 
 
 @njit(cache=True)
 def _emission_readers(params, meta):
     """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
-    return (table_reader(params, meta, T_EMIT), )
+    return (table_reader(params, meta, T_1), )
 
 
 @njit(cache=True)
 def _emission_into(ex, ints, layout, meta, readers, node, start, b):
     """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
-    size_states_start = meta[M_SIZE_STATES_START]
+    size_0 = meta[M_SIZE_0]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     reader_0 = readers[0]
     for t in range(n):
-        x = x_ids[first + t]
+        token_0 = tokens_0[first + t]
         row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
+            score *= read_hoisted(reader_0, k, token_0)  # emit: P(x | z)
             row[k] = score
 
 
@@ -97,7 +97,7 @@ def prepare(meta, params):
     [trans[i, j, k] ((K+1) x (K+1) x K: k after z.prev2 = i, z.prev = j; START = K) |
      final[j, k] ((K+1) x K: STOP after z.prev2 = j, z.prev = k; ones without STOP)]."""
     K = meta[M_STATES]
-    size_states_start = meta[M_SIZE_STATES_START]
+    size_0 = meta[M_SIZE_0]
     size = (K + 1) * (K + 1) * K
     derived = np.empty(size + (K + 1) * K)
     for i in range(K + 1):
@@ -105,7 +105,7 @@ def prepare(meta, params):
             for k in range(K + 1):
                 score = 1.0
                 if k < K or meta[M_STOP] != 0:
-                    score *= read(params, meta, T_TRANS, (j) * size_states_start + i, k)  # trans: P(z | z.prev, z.prev2)
+                    score *= read(params, meta, T_0, (j) * size_0 + i, k)  # trans: P(z | z.prev, z.prev2)
                 if k < K:
                     derived[(i * (K + 1) + j) * K + k] = score
                 elif j < K:
@@ -122,9 +122,9 @@ def _split(derived, K):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     K = meta[M_STATES]
-    size_states_start = meta[M_SIZE_STATES_START]
+    size_0 = meta[M_SIZE_0]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     trans, final = _split(derived, K)
@@ -140,12 +140,12 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     listed = touched[0] if tracked else 0
     # emission slot: every position and state
     for t in range(n):
-        x = x_ids[first + t]
+        token_0 = tokens_0[first + t]
         for k in range(K):
             p = node_marg[t, k] * weight
             if p != 0.0:
                 # emit: P(x | z)
-                cell = entry(meta, T_EMIT, k, x)
+                cell = entry(meta, T_1, k, token_0)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -158,7 +158,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                 p = edge_marg[i, j, k] * weight
                 if p != 0.0 and (k < K or meta[M_STOP] != 0):
                     # trans: P(z | z.prev, z.prev2)
-                    cell = entry(meta, T_TRANS, (j) * size_states_start + i, k)
+                    cell = entry(meta, T_0, (j) * size_0 + i, k)
                     if tracked and mark[cell] == 0:
                         mark[cell] = 1
                         listed += 1

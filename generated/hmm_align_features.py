@@ -18,7 +18,7 @@ from emc.structures.semiring import SUM
 STRUCTURE = "alignment"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("source_offsets", "target_offsets", "pair_rows", "pair_ranks", "link_rows", "link_ranks", "row_starts", "blocks", "rank_format", "tokens:e", "tokens:f", )
+ARRAYS = ('source_offsets', 'target_offsets', 'pair_rows', 'pair_ranks', 'link_rows', 'link_ranks', 'row_starts', 'blocks', 'rank_format', 'tokens:f', 'tokens:e', )
 A_SOURCE_OFFSETS = 0
 A_TARGET_OFFSETS = 1
 A_PAIR_ROWS = 2
@@ -28,8 +28,8 @@ A_LINK_RANKS = 5
 A_ROW_STARTS = 6
 A_BLOCKS = 7
 A_RANK_FORMAT = 8
-A_TOKENS_E = 9
-A_TOKENS_F = 10
+A_TOKENS_0 = 9  # tokens:f
+A_TOKENS_1 = 10  # tokens:e
 INDEX_ARRAYS = (A_PAIR_ROWS, A_PAIR_RANKS, A_LINK_ROWS, A_LINK_RANKS, A_ROW_STARTS, A_BLOCKS, A_RANK_FORMAT)
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
@@ -37,11 +37,11 @@ META_SIZE = 16
 M_NULL = 0  # arg:null
 M_JUMP = 1  # arg:jump
 M_MAXJUMP = 2  # arg:maxjump
-M_SIZE_VOCAB_E_NULL = 3  # size:vocab:e+null
-M_SIZE_VOCAB_F = 4  # size:vocab:f
-M_SIZE_JUMP = 5  # size:jump
-T_TRANS = 6  # table:trans
-T_JUMP = 11  # table:jump
+M_SIZE_0 = 3  # size:vocab:e+null
+M_SIZE_1 = 4  # size:vocab:f
+M_SIZE_2 = 5  # size:jump
+T_0 = 6  # table:trans
+T_1 = 11  # table:jump
 
 
 @njit(cache=True)
@@ -52,7 +52,7 @@ def prepare(meta, params):
     derived = np.empty(n)
     for d in range(n):
         score = 1.0
-        score *= read(params, meta, T_JUMP, 0, d)  # jump: P(a.jump)
+        score *= read(params, meta, T_1, 0, d)  # jump: P(a.jump)
         derived[d] = score
     return derived
 
@@ -71,7 +71,7 @@ def _link_entries(ex, ints, layout, meta):
     width, m = _shape(ex, ints, layout, meta)
     flat = np.empty((1, width, m), np.int64)
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.entries(meta, T_TRANS, side, rows, row_start, ranks, base, narrow, flat[0])  # trans: P(a.target | a.source)
+    links.entries(meta, T_0, side, rows, row_start, ranks, base, narrow, flat[0])  # trans: P(a.target | a.source)
     return flat
 
 
@@ -82,7 +82,7 @@ def _link_scores(ex, ints, layout, meta, params, flat):
     width, m = _shape(ex, ints, layout, meta)
     scores = np.ones((width, m))
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.multiply_scores(params, meta, T_TRANS, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
+    links.multiply_scores(params, meta, T_0, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
     return scores
 
 
@@ -122,7 +122,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         p = jumps[d] * weight
         if p != 0.0:
             # jump: P(a.jump)
-            cell = entry(meta, T_JUMP, 0, d)
+            cell = entry(meta, T_1, 0, d)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1

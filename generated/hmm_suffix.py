@@ -18,36 +18,36 @@ from emc.structures.chain import dp
 STRUCTURE = "chain"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "constrained", "allowed_start", "allowed_states", "tokens:x", "tokens:x.lower.suffix(3)", "tokens:x.shape", )
+ARRAYS = ('offsets', 'constrained', 'allowed_start', 'allowed_states', 'tokens:x', 'tokens:x.lower.suffix(3)', 'tokens:x.shape', )
 A_OFFSETS = 0
 A_CONSTRAINED = 1
 A_ALLOWED_START = 2
 A_ALLOWED_STATES = 3
-A_TOKENS_X = 4
-A_TOKENS_X_LOWER_SUFFIX_3 = 5
-A_TOKENS_X_SHAPE = 6
+A_TOKENS_0 = 4  # tokens:x
+A_TOKENS_1 = 5  # tokens:x.lower.suffix(3)
+A_TOKENS_2 = 6  # tokens:x.shape
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 29
 M_STATES = 0  # arg:states
 M_ORDER = 1  # arg:order
 M_STOP = 2  # arg:stop
-M_SIZE_STATES_START = 3  # size:states+start
-M_SIZE_STATES_STOP = 4  # size:states+stop
-M_SIZE_STATES = 5  # size:states
-M_SIZE_VOCAB_X = 6  # size:vocab:x
-M_SIZE_VOCAB_X_LOWER_SUFFIX_3 = 7  # size:vocab:x.lower.suffix(3)
-M_SIZE_VOCAB_X_SHAPE = 8  # size:vocab:x.shape
-T_TRANS = 9  # table:trans
-T_EMIT = 14  # table:emit
-T_SUFFIX = 19  # table:suffix
-T_SHAPE = 24  # table:shape
+M_SIZE_0 = 3  # size:states+start
+M_SIZE_1 = 4  # size:states+stop
+M_SIZE_2 = 5  # size:states
+M_SIZE_3 = 6  # size:vocab:x
+M_SIZE_4 = 7  # size:vocab:x.lower.suffix(3)
+M_SIZE_5 = 8  # size:vocab:x.shape
+T_0 = 9  # table:trans
+T_1 = 14  # table:emit
+T_2 = 19  # table:suffix
+T_3 = 24  # table:shape
 
 
 @njit(cache=True)
 def _emission_readers(params, meta):
     """Each emission-slot factor's table_reader (emc/codegen/abi.py), in slot order."""
-    return (table_reader(params, meta, T_EMIT), table_reader(params, meta, T_SUFFIX), table_reader(params, meta, T_SHAPE), )
+    return (table_reader(params, meta, T_1), table_reader(params, meta, T_2), table_reader(params, meta, T_3), )
 
 
 @njit(cache=True)
@@ -55,24 +55,24 @@ def _emission_into(ex, ints, layout, meta, readers, node, start, b):
     """node[start[t] + b, k]: the product of the emission-slot factors at position t in state k."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
-    x_lower_suffix_3_ids = array(ints, layout, A_TOKENS_X_LOWER_SUFFIX_3)
-    x_shape_ids = array(ints, layout, A_TOKENS_X_SHAPE)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
+    tokens_2 = array(ints, layout, A_TOKENS_2)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     reader_0 = readers[0]
     reader_1 = readers[1]
     reader_2 = readers[2]
     for t in range(n):
-        x = x_ids[first + t]
-        x_lower_suffix_3 = x_lower_suffix_3_ids[first + t]
-        x_shape = x_shape_ids[first + t]
+        token_0 = tokens_0[first + t]
+        token_1 = tokens_1[first + t]
+        token_2 = tokens_2[first + t]
         row = node[start[t] + b]
         for k in range(K):
             score = 1.0
-            score *= read_hoisted(reader_0, k, x)  # emit: P(x | z)
-            score *= read_hoisted(reader_1, k, x_lower_suffix_3)  # suffix: P(x.lower.suffix(3) | z)
-            score *= read_hoisted(reader_2, k, x_shape)  # shape: P(x.shape | z)
+            score *= read_hoisted(reader_0, k, token_0)  # emit: P(x | z)
+            score *= read_hoisted(reader_1, k, token_1)  # suffix: P(x.lower.suffix(3) | z)
+            score *= read_hoisted(reader_2, k, token_2)  # shape: P(x.shape | z)
             row[k] = score
 
 
@@ -114,7 +114,7 @@ def prepare(meta, params):
     trans transposed (K x K), which the backward pass reads]."""
     K = meta[M_STATES]
     derived = np.empty(2 * K * K + 2 * K)
-    reader_0 = table_reader(params, meta, T_TRANS)
+    reader_0 = table_reader(params, meta, T_0)
     # state -> state transposed first, then START -> k (j = K), then j -> STOP (k = K): loops
     # without a branch, which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence).
     # A table's rows of one outcome are adjacent (emc/codegen/abi.py), so the transposed matrix
@@ -149,7 +149,7 @@ def prepare(meta, params):
 # The tables every example writes in full (a learned transition-slot factor's K x K state ->
 # state entries, and almost all of its START and STOP ones): stepwise EM adds them as blocks
 # (emc/runtime/online.py).
-WHOLE_TABLES = (T_TRANS, )
+WHOLE_TABLES = (T_0, )
 
 
 @njit(cache=True)
@@ -165,9 +165,9 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     node marginals node_marg[start[t] + b, k], times `weight`."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
-    x_lower_suffix_3_ids = array(ints, layout, A_TOKENS_X_LOWER_SUFFIX_3)
-    x_shape_ids = array(ints, layout, A_TOKENS_X_SHAPE)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
+    tokens_2 = array(ints, layout, A_TOKENS_2)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     dense, mark, touched = counts
@@ -178,25 +178,25 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
     # (the rows of one example are adjacent in the per-example layout, the only tracked one)
     positive = tracked and start[1] == 1 and all_positive(node_marg[start[0] + b:start[n - 1] + b + 1], weight)
     for t in range(n):
-        x = x_ids[first + t]
-        x_lower_suffix_3 = x_lower_suffix_3_ids[first + t]
-        x_shape = x_shape_ids[first + t]
+        token_0 = tokens_0[first + t]
+        token_1 = tokens_1[first + t]
+        token_2 = tokens_2[first + t]
         marg = node_marg[start[t] + b]
-        cell = entry(meta, T_EMIT, 0, x)  # emit: P(x | z)
+        cell = entry(meta, T_1, 0, token_0)  # emit: P(x | z)
         if tracked:
             listed = add_column(counts, listed, cell, marg, weight, positive)
         else:  # written out: through add_listed_column the batched E-step took 5% longer (measured)
             column = dense[cell:cell + K]
             for k in range(K):
                 column[k] += marg[k] * weight
-        cell = entry(meta, T_SUFFIX, 0, x_lower_suffix_3)  # suffix: P(x.lower.suffix(3) | z)
+        cell = entry(meta, T_2, 0, token_1)  # suffix: P(x.lower.suffix(3) | z)
         if tracked:
             listed = add_column(counts, listed, cell, marg, weight, positive)
         else:  # written out: through add_listed_column the batched E-step took 5% longer (measured)
             column = dense[cell:cell + K]
             for k in range(K):
                 column[k] += marg[k] * weight
-        cell = entry(meta, T_SHAPE, 0, x_shape)  # shape: P(x.shape | z)
+        cell = entry(meta, T_3, 0, token_2)  # shape: P(x.shape | z)
         if tracked:
             listed = add_column(counts, listed, cell, marg, weight, positive)
         else:  # written out: through add_listed_column the batched E-step took 5% longer (measured)
@@ -208,7 +208,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
         p = node_marg[start[0] + b, k] * weight
         if p != 0.0:
             # trans: P(z | z.prev)
-            cell = entry(meta, T_TRANS, j, k)
+            cell = entry(meta, T_0, j, k)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
@@ -220,7 +220,7 @@ def _add_node_counts(ex, ints, layout, meta, node_marg, start, b, weight, counts
             p = node_marg[start[n - 1] + b, j] * weight
             if p != 0.0:
                 # trans: P(z | z.prev)
-                cell = entry(meta, T_TRANS, j, k)
+                cell = entry(meta, T_0, j, k)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -241,9 +241,9 @@ def _add_edge_counts(meta, edge_marg, weight, counts):
     # transition slot: state -> state, START -> first state, last state -> STOP; j varies fastest,
     # as the entries of one outcome are adjacent in a table (emc/codegen/abi.py). A table with
     # nothing to list (stepwise EM's whole tables) is added to without a check per column.
-    plain_0 = nothing_to_list(counts, meta, T_TRANS)
+    plain_0 = nothing_to_list(counts, meta, T_0)
     for k in range(K):
-        cell = entry(meta, T_TRANS, 0, k)  # trans: P(z | z.prev)
+        cell = entry(meta, T_0, 0, k)  # trans: P(z | z.prev)
         if plain_0:
             add_listed_column(counts, cell, edge_marg[k], weight)
         else:

@@ -17,7 +17,7 @@ from emc.structures.semiring import SUM
 STRUCTURE = "alignment"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("source_offsets", "target_offsets", "pair_rows", "pair_ranks", "link_rows", "link_ranks", "row_starts", "blocks", "rank_format", "tokens:e", "tokens:f", )
+ARRAYS = ('source_offsets', 'target_offsets', 'pair_rows', 'pair_ranks', 'link_rows', 'link_ranks', 'row_starts', 'blocks', 'rank_format', 'tokens:f', 'tokens:e', )
 A_SOURCE_OFFSETS = 0
 A_TARGET_OFFSETS = 1
 A_PAIR_ROWS = 2
@@ -27,8 +27,8 @@ A_LINK_RANKS = 5
 A_ROW_STARTS = 6
 A_BLOCKS = 7
 A_RANK_FORMAT = 8
-A_TOKENS_E = 9
-A_TOKENS_F = 10
+A_TOKENS_0 = 9  # tokens:f
+A_TOKENS_1 = 10  # tokens:e
 INDEX_ARRAYS = (A_PAIR_ROWS, A_PAIR_RANKS, A_LINK_ROWS, A_LINK_RANKS, A_ROW_STARTS, A_BLOCKS, A_RANK_FORMAT)
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
@@ -36,9 +36,9 @@ META_SIZE = 10
 M_NULL = 0  # arg:null
 M_JUMP = 1  # arg:jump
 M_MAXJUMP = 2  # arg:maxjump
-M_SIZE_VOCAB_E_NULL = 3  # size:vocab:e+null
-M_SIZE_VOCAB_F = 4  # size:vocab:f
-T_TRANS = 5  # table:trans
+M_SIZE_0 = 3  # size:vocab:e+null
+M_SIZE_1 = 4  # size:vocab:f
+T_0 = 5  # table:trans
 
 
 @njit(cache=True)
@@ -67,7 +67,7 @@ def _link_entries(ex, ints, layout, meta):
     width, m = _shape(ex, ints, layout, meta)
     flat = np.empty((1, width, m), np.int64)
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.entries(meta, T_TRANS, side, rows, row_start, ranks, base, narrow, flat[0])  # trans: P(a.target | a.source)
+    links.entries(meta, T_0, side, rows, row_start, ranks, base, narrow, flat[0])  # trans: P(a.target | a.source)
     return flat
 
 
@@ -78,7 +78,7 @@ def _link_scores(ex, ints, layout, meta, params, flat):
     width, m = _shape(ex, ints, layout, meta)
     scores = np.ones((width, m))
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
-    links.multiply_scores(params, meta, T_TRANS, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
+    links.multiply_scores(params, meta, T_0, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
     return scores
 
 

@@ -21,20 +21,20 @@ from emc.structures.semiring import SUM
 STRUCTURE = "label"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("bag_offsets", "bag_token", "bag_count", "class_of", "tokens:s", )
+ARRAYS = ('bag_offsets', 'bag_token', 'bag_count', 'class_of', 'tokens:s', )
 A_BAG_OFFSETS = 0
 A_BAG_TOKEN = 1
 A_BAG_COUNT = 2
 A_CLASS_OF = 3
-A_TOKENS_S = 4
+A_TOKENS_0 = 4  # tokens:s
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 13
 M_CLASSES = 0  # arg:classes
-M_SIZE_CLASSES = 1  # size:classes
-M_SIZE_VOCAB_S = 2  # size:vocab:s
-T_MIX = 3  # table:mix
-T_LM = 8  # table:lm
+M_SIZE_0 = 1  # size:classes
+M_SIZE_1 = 2  # size:vocab:s
+T_0 = 3  # table:mix
+T_1 = 8  # table:lm
 
 
 @njit(cache=True)
@@ -44,19 +44,19 @@ def _class_scores(ex, lo, hi, ints, layout, meta, params):
     bag_offsets = array(ints, layout, A_BAG_OFFSETS)
     bag_token = array(ints, layout, A_BAG_TOKEN)
     bag_count = array(ints, layout, A_BAG_COUNT)
-    s_ids = array(ints, layout, A_TOKENS_S)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     score = np.zeros(hi - lo)
     # example slot: once per example
     for j in range(hi - lo):
         k = lo + j
-        score[j] += np.log(read(params, meta, T_MIX, 0, k))  # mix: P(m)
+        score[j] += np.log(read(params, meta, T_0, 0, k))  # mix: P(m)
     # token slot: once per token, so count times per distinct token
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
-        s = s_ids[bag_token[i]]
+        token_0 = tokens_0[bag_token[i]]
         n = bag_count[i]
         for j in range(hi - lo):
             k = lo + j
-            score[j] += n * np.log(read(params, meta, T_LM, k, s))  # lm: P(s | m) (fixed)
+            score[j] += n * np.log(read(params, meta, T_1, k, token_0))  # lm: P(s | m) (fixed)
     return score
 
 
@@ -81,7 +81,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     bag_offsets = array(ints, layout, A_BAG_OFFSETS)
     bag_token = array(ints, layout, A_BAG_TOKEN)
     bag_count = array(ints, layout, A_BAG_COUNT)
-    s_ids = array(ints, layout, A_TOKENS_S)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     lo, hi = dp.class_range(_label(ex, ints, layout), K)
     score = _class_scores(ex, lo, hi, ints, layout, meta, params)
     marg = np.empty(hi - lo)
@@ -97,7 +97,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         p = marg[j] * weight
         if p != 0.0:
             # mix: P(m)
-            cell = entry(meta, T_MIX, 0, k)
+            cell = entry(meta, T_0, 0, k)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
@@ -105,7 +105,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
             dense[cell] += p
     # token slot: every distinct token and class of the example, count times the class posterior
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
-        s = s_ids[bag_token[i]]
+        token_0 = tokens_0[bag_token[i]]
         n = bag_count[i]
         for j in range(hi - lo):
             k = lo + j

@@ -22,23 +22,23 @@ from emc.structures.semiring import SUM
 STRUCTURE = "label"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("bag_offsets", "bag_token", "bag_count", "class_of", "tokens:d.lower", "tokens:d.shape", )
+ARRAYS = ('bag_offsets', 'bag_token', 'bag_count', 'class_of', 'tokens:d.lower', 'tokens:d.shape', )
 A_BAG_OFFSETS = 0
 A_BAG_TOKEN = 1
 A_BAG_COUNT = 2
 A_CLASS_OF = 3
-A_TOKENS_D_LOWER = 4
-A_TOKENS_D_SHAPE = 5
+A_TOKENS_0 = 4  # tokens:d.lower
+A_TOKENS_1 = 5  # tokens:d.shape
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 19
 M_CLASSES = 0  # arg:classes
-M_SIZE_CLASSES = 1  # size:classes
-M_SIZE_VOCAB_D_LOWER = 2  # size:vocab:d.lower
-M_SIZE_VOCAB_D_SHAPE = 3  # size:vocab:d.shape
-T_PRIOR = 4  # table:prior
-T_WORDS = 9  # table:words
-T_SHAPE = 14  # table:shape
+M_SIZE_0 = 1  # size:classes
+M_SIZE_1 = 2  # size:vocab:d.lower
+M_SIZE_2 = 3  # size:vocab:d.shape
+T_0 = 4  # table:prior
+T_1 = 9  # table:words
+T_2 = 14  # table:shape
 
 
 @njit(cache=True)
@@ -48,22 +48,22 @@ def _class_scores(ex, lo, hi, ints, layout, meta, params):
     bag_offsets = array(ints, layout, A_BAG_OFFSETS)
     bag_token = array(ints, layout, A_BAG_TOKEN)
     bag_count = array(ints, layout, A_BAG_COUNT)
-    d_lower_ids = array(ints, layout, A_TOKENS_D_LOWER)
-    d_shape_ids = array(ints, layout, A_TOKENS_D_SHAPE)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
     score = np.zeros(hi - lo)
     # example slot: once per example
     for j in range(hi - lo):
         k = lo + j
-        score[j] += np.log(read(params, meta, T_PRIOR, 0, k))  # prior: P(c)
+        score[j] += np.log(read(params, meta, T_0, 0, k))  # prior: P(c)
     # token slot: once per token, so count times per distinct token
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
-        d_lower = d_lower_ids[bag_token[i]]
-        d_shape = d_shape_ids[bag_token[i]]
+        token_0 = tokens_0[bag_token[i]]
+        token_1 = tokens_1[bag_token[i]]
         n = bag_count[i]
         for j in range(hi - lo):
             k = lo + j
-            score[j] += n * np.log(read(params, meta, T_WORDS, k, d_lower))  # words: P(d.lower | c)
-            score[j] += n * np.log(read(params, meta, T_SHAPE, k, d_shape))  # shape: P(d.shape | c)
+            score[j] += n * np.log(read(params, meta, T_1, k, token_0))  # words: P(d.lower | c)
+            score[j] += n * np.log(read(params, meta, T_2, k, token_1))  # shape: P(d.shape | c)
     return score
 
 
@@ -88,8 +88,8 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     bag_offsets = array(ints, layout, A_BAG_OFFSETS)
     bag_token = array(ints, layout, A_BAG_TOKEN)
     bag_count = array(ints, layout, A_BAG_COUNT)
-    d_lower_ids = array(ints, layout, A_TOKENS_D_LOWER)
-    d_shape_ids = array(ints, layout, A_TOKENS_D_SHAPE)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
     lo, hi = dp.class_range(_label(ex, ints, layout), K)
     score = _class_scores(ex, lo, hi, ints, layout, meta, params)
     marg = np.empty(hi - lo)
@@ -105,7 +105,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         p = marg[j] * weight
         if p != 0.0:
             # prior: P(c)
-            cell = entry(meta, T_PRIOR, 0, k)
+            cell = entry(meta, T_0, 0, k)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
@@ -113,22 +113,22 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
             dense[cell] += p
     # token slot: every distinct token and class of the example, count times the class posterior
     for i in range(bag_offsets[ex], bag_offsets[ex + 1]):
-        d_lower = d_lower_ids[bag_token[i]]
-        d_shape = d_shape_ids[bag_token[i]]
+        token_0 = tokens_0[bag_token[i]]
+        token_1 = tokens_1[bag_token[i]]
         n = bag_count[i]
         for j in range(hi - lo):
             k = lo + j
             p = marg[j] * weight
             if p != 0.0:
                 # words: P(d.lower | c)
-                cell = entry(meta, T_WORDS, k, d_lower)
+                cell = entry(meta, T_1, k, token_0)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
                     touched[listed] = cell
                 dense[cell] += n * p
                 # shape: P(d.shape | c)
-                cell = entry(meta, T_SHAPE, k, d_shape)
+                cell = entry(meta, T_2, k, token_1)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

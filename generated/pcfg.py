@@ -20,19 +20,19 @@ from emc.structures.semiring import SUM
 STRUCTURE = "spantree"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "tokens:x", )
+ARRAYS = ('offsets', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_X = 1
+A_TOKENS_0 = 1  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 19
 M_EMPTY = 0  # arg:empty
 M_LABELS = 1  # arg:labels
-M_SIZE_LABELS = 2  # size:labels
-M_SIZE_VOCAB_X = 3  # size:vocab:x
-T_RULE = 4  # table:rule
-T_EMIT = 9  # table:emit
-T_ROOT = 14  # table:root
+M_SIZE_0 = 2  # size:labels
+M_SIZE_1 = 3  # size:vocab:x
+T_0 = 4  # table:rule
+T_1 = 9  # table:emit
+T_2 = 14  # table:root
 
 
 @njit(cache=True)
@@ -40,13 +40,13 @@ def prepare(meta, params):
     """rule[b, c, a] (flattened): the product of the rule-slot factors of a node labeled a whose
     children are labeled b (left) and c (right)."""
     K = meta[M_LABELS]
-    size_labels = meta[M_SIZE_LABELS]
+    size_0 = meta[M_SIZE_0]
     rule = np.ones((K, K, K))
     preterminal = 0
     for b in range(K):
         for c in range(K):
             for a in range(K):
-                rule[b, c, a] *= read(params, meta, T_RULE, a, (b) * size_labels + c)  # rule: P(t.left_label, t.right_label | t.label)
+                rule[b, c, a] *= read(params, meta, T_0, a, (b) * size_0 + c)  # rule: P(t.left_label, t.right_label | t.label)
     return rule.reshape(K * K * K)
 
 
@@ -55,29 +55,29 @@ def _scores(ex, ints, layout, meta, params):
     """emit[i, a]: the product of the emit-slot factors of symbol i under a preterminal labeled a;
     root[a]: the product of the root-slot factors of a root labeled a."""
     K = meta[M_LABELS]
-    size_labels = meta[M_SIZE_LABELS]
+    size_0 = meta[M_SIZE_0]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     emit = np.ones((n, K))
     preterminal = 1
     for i in range(n):
-        x = x_ids[first + i]
+        token_0 = tokens_0[first + i]
         for a in range(K):
-            emit[i, a] *= read(params, meta, T_EMIT, a, x)  # emit: P(x | t.label)
+            emit[i, a] *= read(params, meta, T_1, a, token_0)  # emit: P(x | t.label)
     root = np.ones(K)
     for a in range(K):
-        root[a] *= read(params, meta, T_ROOT, 0, a)  # root: P(t.root)
+        root[a] *= read(params, meta, T_2, 0, a)  # root: P(t.root)
     return emit, root
 
 
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     K = meta[M_LABELS]
-    size_labels = meta[M_SIZE_LABELS]
+    size_0 = meta[M_SIZE_0]
     offsets = array(ints, layout, A_OFFSETS)
-    x_ids = array(ints, layout, A_TOKENS_X)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
     first = offsets[ex]
     n = offsets[ex + 1] - first
     rule = derived.reshape((K, K, K))
@@ -98,7 +98,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                 p = rule_counts[b, c, a] * weight
                 if p > 0.0:
                     # rule: P(t.left_label, t.right_label | t.label)
-                    cell = entry(meta, T_RULE, a, (b) * size_labels + c)
+                    cell = entry(meta, T_0, a, (b) * size_0 + c)
                     if tracked and mark[cell] == 0:
                         mark[cell] = 1
                         listed += 1
@@ -106,12 +106,12 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
                     dense[cell] += p
     # emit slot: every symbol under every preterminal label
     for i in range(n):
-        x = x_ids[first + i]
+        token_0 = tokens_0[first + i]
         for a in range(K):
             p = emit_counts[i, a] * weight
             if p > 0.0:
                 # emit: P(x | t.label)
-                cell = entry(meta, T_EMIT, a, x)
+                cell = entry(meta, T_1, a, token_0)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -136,7 +136,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         p = root_counts[a] * weight
         if p > 0.0:
             # root: P(t.root)
-            cell = entry(meta, T_ROOT, 0, a)
+            cell = entry(meta, T_2, 0, a)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1

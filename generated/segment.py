@@ -15,17 +15,17 @@ from emc.structures.segmentation import dp
 STRUCTURE = "segmentation"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets", "words", )
+ARRAYS = ('offsets', 'words', )
 A_OFFSETS = 0
 A_WORDS = 1
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 13
 M_MAXLEN = 0  # arg:maxlen
-M_SIZE_SUBSTRINGS = 1  # size:substrings
-M_SIZE_LENGTH = 2  # size:length
-T_WORD = 3  # table:word
-T_PENALTY = 8  # table:penalty
+M_SIZE_0 = 1  # size:substrings
+M_SIZE_1 = 2  # size:length
+T_0 = 3  # table:word
+T_1 = 8  # table:penalty
 
 
 @njit(cache=True)
@@ -42,8 +42,8 @@ def _segment_scores(ex, ints, layout, meta, params):
         for l in range(1, min(L, n - i) + 1):
             word = words[(first + i) * L + l - 1]
             score = 1.0
-            score *= read(params, meta, T_WORD, 0, word)  # word: P(s.word)
-            score *= read(params, meta, T_PENALTY, 0, l)  # penalty: exp(-(s.length ^ 1.6)) (fixed weight)
+            score *= read(params, meta, T_0, 0, word)  # word: P(s.word)
+            score *= read(params, meta, T_1, 0, l)  # penalty: exp(-(s.length ^ 1.6)) (fixed weight)
             seg[i, l - 1] = score
     return seg
 
@@ -76,7 +76,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
             if p != 0.0:
                 word = words[(first + i) * L + l - 1]
                 # word: P(s.word)
-                cell = entry(meta, T_WORD, 0, word)
+                cell = entry(meta, T_0, 0, word)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

@@ -18,45 +18,45 @@ from emc.structures.semiring import SUM
 STRUCTURE = "label"
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ("offsets:v", "offsets:n", "tokens:n", "tokens:v", )
-A_OFFSETS_V = 0
-A_OFFSETS_N = 1
-A_TOKENS_N = 2
-A_TOKENS_V = 3
+ARRAYS = ('offsets:v', 'offsets:n', 'tokens:v', 'tokens:n', )
+A_OFFSETS_0 = 0  # offsets:v
+A_OFFSETS_1 = 1  # offsets:n
+A_TOKENS_0 = 2  # tokens:v
+A_TOKENS_1 = 3  # tokens:n
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 19
 M_CLASSES = 0  # arg:classes
-M_SIZE_CLASSES = 1  # size:classes
-M_SIZE_VOCAB_V = 2  # size:vocab:v
-M_SIZE_VOCAB_N = 3  # size:vocab:n
-T_PRIOR = 4  # table:prior
-T_VERB = 9  # table:verb
-T_NOUN = 14  # table:noun
+M_SIZE_0 = 1  # size:classes
+M_SIZE_1 = 2  # size:vocab:v
+M_SIZE_2 = 3  # size:vocab:n
+T_0 = 4  # table:prior
+T_1 = 9  # table:verb
+T_2 = 14  # table:noun
 
 
 @njit(cache=True)
 def _class_scores(ex, ints, layout, meta, params):
     """score[k]: the log of the product of every factor of the example in class k."""
     K = meta[M_CLASSES]
-    v_ids = array(ints, layout, A_TOKENS_V)
-    n_ids = array(ints, layout, A_TOKENS_N)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
     score = np.zeros(K)
     # example slot: once per example
     for k in range(K):
-        score[k] += np.log(read(params, meta, T_PRIOR, 0, k))  # prior: P(c)
+        score[k] += np.log(read(params, meta, T_0, 0, k))  # prior: P(c)
     # field v: once per token
-    offsets = array(ints, layout, A_OFFSETS_V)
+    offsets = array(ints, layout, A_OFFSETS_0)
     for j in range(offsets[ex], offsets[ex + 1]):
-        v = v_ids[j]
+        token_0 = tokens_0[j]
         for k in range(K):
-            score[k] += np.log(read(params, meta, T_VERB, k, v))  # verb: P(v | c)
+            score[k] += np.log(read(params, meta, T_1, k, token_0))  # verb: P(v | c)
     # field n: once per token
-    offsets = array(ints, layout, A_OFFSETS_N)
+    offsets = array(ints, layout, A_OFFSETS_1)
     for j in range(offsets[ex], offsets[ex + 1]):
-        n = n_ids[j]
+        token_1 = tokens_1[j]
         for k in range(K):
-            score[k] += np.log(read(params, meta, T_NOUN, k, n))  # noun: P(n | c)
+            score[k] += np.log(read(params, meta, T_2, k, token_1))  # noun: P(n | c)
     return score
 
 
@@ -69,8 +69,8 @@ def prepare(meta, params):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     K = meta[M_CLASSES]
-    v_ids = array(ints, layout, A_TOKENS_V)
-    n_ids = array(ints, layout, A_TOKENS_N)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
     score = _class_scores(ex, ints, layout, meta, params)
     marg = np.empty(K)
     log_z = dp.class_marginals(semiring, score, marg)
@@ -84,35 +84,35 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         p = marg[k] * weight
         if p != 0.0:
             # prior: P(c)
-            cell = entry(meta, T_PRIOR, 0, k)
+            cell = entry(meta, T_0, 0, k)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
             dense[cell] += p
     # field v: every token and class, by the class posterior
-    offsets = array(ints, layout, A_OFFSETS_V)
+    offsets = array(ints, layout, A_OFFSETS_0)
     for j in range(offsets[ex], offsets[ex + 1]):
-        v = v_ids[j]
+        token_0 = tokens_0[j]
         for k in range(K):
             p = marg[k] * weight
             if p != 0.0:
                 # verb: P(v | c)
-                cell = entry(meta, T_VERB, k, v)
+                cell = entry(meta, T_1, k, token_0)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
                     touched[listed] = cell
                 dense[cell] += p
     # field n: every token and class, by the class posterior
-    offsets = array(ints, layout, A_OFFSETS_N)
+    offsets = array(ints, layout, A_OFFSETS_1)
     for j in range(offsets[ex], offsets[ex + 1]):
-        n = n_ids[j]
+        token_1 = tokens_1[j]
         for k in range(K):
             p = marg[k] * weight
             if p != 0.0:
                 # noun: P(n | c)
-                cell = entry(meta, T_NOUN, k, n)
+                cell = entry(meta, T_2, k, token_1)
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

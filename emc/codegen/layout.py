@@ -29,8 +29,10 @@ def token_array_name(attr: ResolvedAttr) -> str:
 
 
 def array_names(model: CheckedModel) -> list[str]:
+    """The structure's arrays, then the token arrays in the order the factors first read them (an
+    order of positions, not of names: renaming a spec's variables leaves the generated code as is)."""
     structural = model.codegen.arrays(model.binding)
-    return structural + sorted({token_array_name(a) for a in token_attributes(model)})
+    return structural + [token_array_name(a) for a in token_attributes(model)]
 
 
 def table_spaces(model: CheckedModel) -> list[str]:

@@ -5,12 +5,17 @@ its packed arrays and the code for each attribute inside a slot's loops; this mo
 factor into a `read(params, meta, TABLE, row, outcome)` whose row and outcome are mixed-radix
 combinations of those attribute codes, and hands the template one list of reads per slot.
 
-Nothing from a spec becomes code: names in the spec are checked identifiers and reach the output
-only as constant names (upper-cased, prefixed) and comments; numbers (smoothing, weights, sizes)
-travel as data in `meta` and the parameter tables.
+Nothing from a spec becomes code. Every identifier of the generated module is the template's own,
+the structure's (its arrays, arguments and attribute codes) or numbered by position (`T_0` the
+first table, `M_SIZE_1` the second value space, `token_0` the first token space read); the spec's
+names (observed and latent variables, blocks, params, the model) reach the output only inside
+comments, made one printable line, and string literals, written by `repr`. So a name that is a
+Python keyword, a builtin or a local of the template (`k`, `t`, `score`) cannot change the code.
+Numbers (smoothing, weights, sizes) travel as data in `meta` and the parameter tables.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -41,13 +46,35 @@ class TokenRead:
     expr: str
 
 
-def _const(prefix: str, name: str, taken: set[str]) -> str:
-    base = prefix + re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").upper()
-    const, n = base, 2
-    while const in taken:
-        const, n = f"{base}_{n}", n + 1
-    taken.add(const)
-    return const
+def _array_const(name: str, numbered: dict[str, int]) -> str:
+    """A packed array's constant: a structure's own array by its name (`offsets` -> A_OFFSETS); an
+    array named after the spec (`tokens:x`, a tuple's `offsets:v`) by its kind and position among
+    that kind's (A_TOKENS_0, A_OFFSETS_1)."""
+    kind, per_spec, _ = name.partition(":")
+    if not re.fullmatch(r"[a-z][a-z_]*", kind):
+        raise ValueError(f"array {name!r}: a structure's arrays are named by lower-case identifiers")
+    if not per_spec:
+        return f"A_{kind.upper()}"
+    numbered[kind] = numbered.get(kind, -1) + 1
+    return f"A_{kind.upper()}_{numbered[kind]}"
+
+
+def _meta_const(kind: str, name: str, position: int, arguments_from_spec: bool) -> str:
+    """A meta slot's constant: a built-in structure's argument by its name (M_STATES, which its
+    template reads); a value space's, a table's and the argument of a structure the spec writes
+    (rules), whose names come from the spec, by position (M_SIZE_0, T_0, M_0)."""
+    if kind == "arg" and not arguments_from_spec:
+        if not re.fullmatch(r"[a-z][a-z_0-9]*", name):
+            raise ValueError(f"structure argument {name!r}: arguments are named by lower-case identifiers")
+        return f"M_{name.upper()}"
+    return {"arg": "M_", "size": "M_SIZE_", "table": "T_"}[kind] + str(position)
+
+
+def comment_text(text: str) -> str:
+    """Text from the spec as it may stand in a comment of the generated code: one line of printable
+    characters (a newline, NUL, a lone surrogate or a line separator written as its escape)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
 
 
 def _mixed_radix(codes: list[str], sizes: list[str]) -> str:
@@ -63,31 +90,34 @@ def _mixed_radix(codes: list[str], sizes: list[str]) -> str:
 def render_context(model: CheckedModel) -> dict:
     descriptor = model.codegen
     binding = model.binding
-    taken: set[str] = set()
-    arrays = [(_const("A_", name, taken), name) for name in array_names(model)]
-    array_const = dict((name, const) for const, name in arrays)
+    numbered: dict[str, int] = {}
+    array_const = {name: _array_const(name, numbered) for name in array_names(model)}
+    arrays = [(const, repr(name), comment_text(name)) for name, const in array_const.items()]
 
     meta = []
     table_const: dict[str, str] = {}
     size_const: dict[str, str] = {}
     size_local: dict[str, str] = {}
     slots_of_meta = meta_slots(model)
+    positions = {"arg": 0, "size": 0, "table": 0}
     for slot in slots_of_meta:
-        const = _const({"arg": "M_", "size": "M_SIZE_", "table": "T_"}[slot.kind], slot.name, taken)
-        meta.append((const, slot.index, slot.label))
+        position = positions[slot.kind]
+        positions[slot.kind] += 1
+        const = _meta_const(slot.kind, slot.name, position, getattr(descriptor, "ARGUMENTS_FROM_SPEC", False))
+        meta.append((const, slot.index, comment_text(slot.label)))
         if slot.kind == "table":
             table_const[slot.name] = const
         elif slot.kind == "size":
             size_const[slot.name] = const
-            size_local[slot.name] = "size_" + const[len("M_SIZE_"):].lower()
+            size_local[slot.name] = f"size_{position}"
 
-    token_locals: dict[str, str] = {}
+    # token_i: the id of the current token in the token space of array A_TOKENS_i, read from tokens_i
+    token_number: dict[str, str] = {}
     token_arrays = []
     for attr in token_attributes(model):
         array = token_array_name(attr)
-        local = array_const[array][len("A_TOKENS_"):].lower() + "_ids"
-        token_arrays.append((local, array_const[array], array))
-        token_locals[array] = local
+        token_number[array] = array_const[array][len("A_TOKENS_"):]
+        token_arrays.append((f"tokens_{token_number[array]}", array_const[array], comment_text(array)))
 
     slots: dict[str, list[FactorRead]] = {slot.name: [] for slot in model.structure.slots}
     token_reads: dict[str, list[TokenRead]] = {slot.name: [] for slot in model.structure.slots}
@@ -95,10 +125,10 @@ def render_context(model: CheckedModel) -> dict:
         codes = {}
         for attr in factor.outcome + factor.context:
             if attr.attribute.tokens_of is not None:
-                array = token_array_name(attr)
-                local = token_locals[array][:-len("_ids")]
+                number = token_number[token_array_name(attr)]
+                local = f"token_{number}"
                 if all(r.local != local for r in token_reads[factor.slot]):
-                    expr = descriptor.token_expr(binding, attr, factor.slot, token_locals[array])
+                    expr = descriptor.token_expr(binding, attr, factor.slot, f"tokens_{number}")
                     token_reads[factor.slot].append(TokenRead(local, expr))
                 codes[attr.text] = local
             else:
@@ -113,10 +143,11 @@ def render_context(model: CheckedModel) -> dict:
         ))
 
     used = " ".join(f"{r.row} {r.outcome}" for reads in slots.values() for r in reads)
-    sizes = [(size_local[s], size_const[s], s) for s in table_spaces(model) if re.search(rf"\b{size_local[s]}\b", used)]
+    sizes = [(size_local[s], size_const[s], comment_text(s)) for s in table_spaces(model)
+             if re.search(rf"\b{size_local[s]}\b", used)]
     return {
-        "model": model.name,
-        "source": Path(model.spec.path).name,
+        "model": comment_text(model.name),
+        "source": comment_text(Path(model.spec.path).name),
         "version": __version__,
         "structure": model.structure.name,
         "args": binding.args,
@@ -127,21 +158,25 @@ def render_context(model: CheckedModel) -> dict:
         "token_arrays": token_arrays,
         "token_reads": token_reads,
         "slots": slots,
-        "factors": [(f.name, f.kind, f.signature, f.slot) for f in model.factors],
-        "tables": [(table_const[f.table], f.table, f.signature) for f in model.tables()],
+        "factors": [(comment_text(f.name), f.kind, comment_text(f.signature), comment_text(f.slot))
+                    for f in model.factors],
     }
 
 
 def _comment(factor: Factor) -> str:
     kind = {"learned": "", "fixed": " (fixed)", "weight": " (fixed weight)"}[factor.kind]
-    return f"{factor.name}: {factor.signature}{kind}"
+    return comment_text(f"{factor.name}: {factor.signature}{kind}")
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    """One environment per process: it keeps the compiled templates (building them is most of a render)."""
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("emc.codegen").joinpath("templates", name).read_text(encoding="utf-8"))
-    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True)
+    environment = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                     trim_blocks=True, lstrip_blocks=True)
+    environment.filters["comment"] = comment_text  # for a structure's own names from the spec (rules)
+    return environment
 
 
 def render(model: CheckedModel) -> str:

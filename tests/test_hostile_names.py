@@ -1,0 +1,184 @@
+"""A spec's names never become code (issue 33): `observed k` once turned into the state loop's `k`.
+
+Every reference spec has its own names (the model, observed and latent variables, blocks, weights,
+params) replaced by hostile ones: Python keywords and builtins, every identifier of the generated
+code (so every local and constant of the templates), dunders and a 200-character name. The renamed
+spec must generate the same code, token for token, its comments and string literals aside; and a
+short fit of it must reach the original's objective.
+"""
+from __future__ import annotations
+
+import io
+import keyword
+import math
+import tokenize
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from lark import Lark, Token
+
+from conftest import ROOT
+from emc.codegen.render import render
+from emc.runtime.fit import fit
+from emc.runtime.settings import FitSettings
+from emc.spec.check import check
+from emc.spec.parse import parse_text
+from helpers import tiny_problem
+
+SPECS = sorted((ROOT / "specs").glob("*.em"))
+DATA = ROOT / "tests" / "data"
+FIXED_FILES = {"interpolate": {"lm": DATA / "interpolate_lm.txt"}}  # a fixed block's table, by block name
+
+# Where a NAME of the grammar is the language's or a structure's word, never one the spec chose:
+# an observed variable's kind, the structure, an argument's name and word value, an attribute,
+# a function, a smoother or prior, an option's argument.
+_FIXED_NAMES = {"observed_item": 1, "latent_decl": 1, "keyword_arg": 0, "word": 0, "attr_step": 0, "call": 0,
+                "smooth_option": 0, "prior_option": 0, "named_option_arg": 0}
+_DECLARATIONS = ("model_decl", "observed_item", "latent_decl", "block_decl", "weight_decl", "param_decl")
+
+
+def _parser() -> Lark:
+    grammar = (ROOT / "grammars" / "em.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
+
+
+PARSER = _parser()
+
+
+def _spec_name_tokens(text: str) -> tuple[list[str], list[Token]]:
+    """The names the spec declares, in order, and every token that declares or refers to one."""
+    declared: dict[str, int] = {}
+    candidates = []
+    for tree in PARSER.parse(text).iter_subtrees():
+        for i, child in enumerate(tree.children):
+            if isinstance(child, Token) and child.type == "NAME" and _FIXED_NAMES.get(tree.data) != i:
+                candidates.append(child)
+                if tree.data in _DECLARATIONS and i == 0:
+                    declared.setdefault(str(child), child.start_pos)
+    names = sorted(declared, key=declared.get)
+    return names, [t for t in candidates if str(t) in declared]
+
+
+def spec_names(text: str) -> list[str]:
+    return _spec_name_tokens(text)[0]
+
+
+def renamed(text: str, renaming: dict[str, str]) -> str:
+    """The spec with its names replaced (its comments keep the old ones)."""
+    _, tokens = _spec_name_tokens(text)
+    for token in sorted(tokens, key=lambda t: t.start_pos, reverse=True):
+        text = text[:token.start_pos] + renaming[str(token)] + text[token.end_pos:]
+    return text
+
+
+def _code_identifiers() -> set[str]:
+    """Every identifier of the generated code of the reference specs (so of every template)."""
+    names = set()
+    for path in (ROOT / "generated").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        names |= {t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.NAME}
+    return names
+
+
+# The .em language's own keywords, which its grammar refuses as names.
+EM_KEYWORDS = {"model", "observed", "latent", "multinomial", "weight", "param", "from", "smooth", "prior", "fixed",
+               "shares", "features", "l2", "P"}
+LONG_NAME = ("x_" * 100)[:200]
+BUILTINS = {"len", "range", "min", "max", "sum", "abs", "int", "float", "bool", "str", "list", "tuple", "dict", "set",
+            "object", "type", "print", "open", "exec", "eval", "compile", "globals", "locals", "vars", "getattr",
+            "super", "iter", "next", "zip", "map", "enumerate", "Exception", "ValueError", "NotImplemented",
+            "Ellipsis"}
+HOSTILE = sorted((set(keyword.kwlist) | BUILTINS
+                  | {"__class__", "__init__", "__name__", "__builtins__", "__import__", "__dict__", "__file__"}
+                  | _code_identifiers() | {LONG_NAME}) - EM_KEYWORDS)
+
+
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """The module's tokens but its comments; a string literal as its kind alone."""
+    return [(t.type, "<string>" if t.type == tokenize.STRING else t.string)
+            for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
+
+
+def _structure(spec: Path) -> str:
+    return check(parse_text(spec.read_text(encoding="utf-8"), spec.name)).structure.name
+
+
+def _renamings_by_structure() -> dict[str, list[tuple[Path, dict[str, str]]]]:
+    """Every hostile name dealt, in rounds, over the names of a structure's specs: each hostile name
+    stands for some name of every structure, and a spec takes each of its rounds' names once."""
+    by_structure = defaultdict(list)
+    for spec in SPECS:
+        by_structure[_structure(spec)].append(spec)
+    renamings = {}
+    for structure, specs in by_structure.items():
+        names = [(spec, name) for spec in specs for name in spec_names(spec.read_text(encoding="utf-8"))]
+        rounds = math.ceil(len(HOSTILE) / len(names))
+        renamings[structure] = []
+        for r in range(rounds):
+            dealt: dict[Path, dict[str, str]] = defaultdict(dict)
+            for i, (spec, name) in enumerate(names):
+                dealt[spec][name] = HOSTILE[(r * len(names) + i) % len(HOSTILE)]
+            renamings[structure] += list(dealt.items())
+    return renamings
+
+
+RENAMINGS = _renamings_by_structure()
+
+
+def test_the_renamings_cover_every_hostile_name_in_every_structure():
+    assert {"k", "t", "first", "score", "import", "for", "__class__", "len", "range", "meta", "counts",
+            "token_0", "T_0", "size_0", LONG_NAME} <= set(HOSTILE)
+    for structure, renamings in RENAMINGS.items():
+        assert {new for _, renaming in renamings for new in renaming.values()} == set(HOSTILE), structure
+
+
+@pytest.mark.parametrize("structure", sorted(RENAMINGS))
+def test_names_change_only_comments_and_strings(structure):
+    originals = {}
+    for spec, renaming in RENAMINGS[structure]:
+        text = spec.read_text(encoding="utf-8")
+        if spec not in originals:
+            originals[spec] = code_tokens(render(check(parse_text(text, spec.name))))
+        hostile = render(check(parse_text(renamed(text, renaming), spec.name)))
+        compile(hostile, f"{spec.stem}.py", "exec")
+        assert code_tokens(hostile) == originals[spec], (spec.stem, renaming)
+
+
+def test_unprintable_text_stays_inside_comments_and_strings():
+    """The spec's file name and a fixed block's file reach comments and string literals; a newline,
+    quotes, `#`, a NUL and non-ASCII text there neither end the comment nor break the module."""
+    text = (ROOT / "specs" / "interpolate.em").read_text(encoding="utf-8")
+    text = text.replace("fixed ", "fixed \"l'm #\\\\ \u00e9 \u2028.txt\" ")
+    hostile_file = "we\nird '''\"\"\" # \u00e9\u2028\x00.em"
+    source = render(check(parse_text(text, hostile_file)))
+    compile(source, "hostile.py", "exec")
+    assert code_tokens(source) == code_tokens(render(check(parse_text(text, "interpolate.em"))))
+
+
+def _fit_renaming(index: int, spec: Path) -> dict[str, str]:
+    """One renaming per spec for the fit, the names the issue saw break it rotated over the specs."""
+    severe = ["k", "t", "first", "score", "import", "for", "__class__", "len", "range", "theta", "meta", "counts",
+              "token_0", "size_0", "T_0", LONG_NAME]
+    names = spec_names(spec.read_text(encoding="utf-8"))
+    return {name: severe[(index * 3 + i) % len(severe)] for i, name in enumerate(names)}
+
+
+def _objective(tmp_path: Path, text: str, fixed: dict[str, Path]) -> float:
+    tmp_path.mkdir()
+    options = {"fixed": {block: str(path) for block, path in fixed.items()}} if fixed else None
+    problem = tiny_problem(tmp_path, text, options)
+    settings = FitSettings(iterations=2, tolerance=0, eval_every=0, seed=7, threads=1)
+    return fit(problem, settings).objective
+
+
+@pytest.mark.parametrize("index,spec", list(enumerate(SPECS)), ids=[p.stem for p in SPECS])
+def test_a_renamed_spec_fits_to_the_same_objective(tmp_path, index, spec):
+    text = spec.read_text(encoding="utf-8")
+    renaming = _fit_renaming(index, spec)
+    fixed = FIXED_FILES.get(spec.stem, {})
+    original = _objective(tmp_path / "original", text, fixed)
+    hostile = _objective(tmp_path / "renamed", renamed(text, renaming),
+                         {renaming[block]: path for block, path in fixed.items()})
+    assert math.isfinite(original)
+    assert math.isclose(hostile, original, rel_tol=1e-12), (renaming, hostile, original)
