@@ -172,3 +172,58 @@ def test_resuming_a_finished_run_writes_nothing(tmp_path, data, capsys):
     assert main(["fit", "--resume", str(run)]) == 0
     assert f"{run} already holds this finished model" in capsys.readouterr().err
     assert stamps() == before
+
+
+def _edit_json(path, change) -> None:
+    import json
+
+    value = json.loads(path.read_text())
+    path.write_text(json.dumps(change(value)))
+
+
+def _edit_theta(run, change) -> None:
+    with np.load(run / "params.npz") as npz:
+        arrays = dict(npz)
+    arrays["theta"] = change(arrays["theta"])
+    np.savez(run / "params.npz", **arrays)
+
+
+def _cut_vocabulary(v):
+    v["vocab:x"] = {"values": v["vocab:x"]["values"][:3], "counts": v["vocab:x"]["counts"][:3]}
+    return v
+
+
+def _duplicate_value(v):
+    v["vocab:x"]["values"][3] = v["vocab:x"]["values"][1]
+    return v
+
+
+DAMAGE = {
+    "a table of another shape": (lambda run: _edit_theta(run, lambda t: np.ones(7)), "theta has shape (7,)"),
+    "theta of strings": (lambda run: _edit_theta(run, lambda t: np.array(["x"] * len(t))), "not numbers"),
+    "theta with NaN": (lambda run: _edit_theta(run, lambda t: t * np.nan), "not probabilities"),
+    "another spec": (lambda run: (run / "spec.em").write_text((ROOT / "specs" / "pcfg.em").read_text()),
+                     "spec.em is not the spec this model was fitted with"),
+    "vocab.json a list": (lambda run: (run / "vocab.json").write_text("[1, 2]"), "not an object of vocabularies"),
+    "vocab.json cut short": (lambda run: _edit_json(run / "vocab.json", _cut_vocabulary), "the file was cut"),
+    "vocab.json duplicates": (lambda run: _edit_json(run / "vocab.json", _duplicate_value), "holds 'a' twice"),
+    "settings of the wrong type": (lambda run: _edit_json(run / "run.json", lambda i: {**i, "settings": "batch"}),
+                                   "run.json's 'settings' is a string"),
+    "a setting of the wrong type": (
+        lambda run: _edit_json(run / "run.json", lambda i: {**i, "settings": {**i["settings"], "iterations": "x"}}),
+        "run.json's setting 'iterations' is 'x'"),
+    "args a list": (lambda run: _edit_json(run / "run.json", lambda i: {**i, "args": [1]}), "'args' is a list"),
+    "run.json a list": (lambda run: (run / "run.json").write_text("[]"), "run.json holds a list"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_decode_refuses_a_damaged_run_folder_saying_what_is_wrong(tmp_path, data, capsys, damage):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    make, expected = DAMAGE[damage]
+    make(run)
+    capsys.readouterr()
+    assert main(["decode", str(run), str(data)]) == 1
+    message = one_line_error(capsys)
+    assert expected in message and str(run) in message and "--overwrite" in message

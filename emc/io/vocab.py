@@ -67,4 +67,27 @@ def vocabularies_json(vocabs: dict[str, Vocabulary]) -> str:
 
 
 def load_vocabularies(path: Path) -> dict[str, Vocabulary]:
-    return {name: Vocabulary.from_json(d) for name, d in json.loads(path.read_text()).items()}
+    """vocab.json's vocabularies; ValueError says how the file is not what vocabularies_json writes
+    (a duplicate value would give two ids one word, and decode it as either)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("not an object of vocabularies (name -> {values, counts})")
+    out = {}
+    for name, entry in data.items():
+        values = entry.get("values") if isinstance(entry, dict) else None
+        counts = entry.get("counts") if isinstance(entry, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"vocabulary '{name}' has no list of values (strings)")
+        # values added after counting (a segmentation's substrings, while packing) have no count
+        if not isinstance(counts, list) or len(counts) > len(values) or \
+                not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise ValueError(f"vocabulary '{name}' has no list of counts (whole numbers >= 0, one per value "
+                             f"counted)")
+        if len(set(values)) != len(values):
+            seen: set[str] = set()
+            twice = next(v for v in values if v in seen or seen.add(v))
+            raise ValueError(f"vocabulary '{name}' holds '{twice}' twice")
+        if not values or values[0] != UNK:
+            raise ValueError(f"vocabulary '{name}' does not start with {UNK}")
+        out[name] = Vocabulary.from_json(entry)
+    return out

@@ -27,6 +27,7 @@ import numpy as np
 from emc.version import __version__
 from emc.io.atomic import staged_files
 from emc.io.vocab import Vocabulary, load_vocabularies, vocabularies_json
+from emc.runtime import run_checks
 from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.problem import Model, Problem
 from emc.runtime.settings import FitSettings
@@ -80,6 +81,7 @@ def run_info(problem: Problem, settings: FitSettings, overrides: dict[str, Any],
         "settings": settings.to_json(),
         "options": {k: v for k, v in options.items() if _jsonable(v)},
         "examples": problem.n_examples,
+        "spec_sha256": run_checks.spec_digest(problem.model.checked.spec.text),
         "objective": objective,
         "metrics": metrics,
     }
@@ -142,6 +144,8 @@ def reading_run_file(path: Path, advice: str) -> Iterator[None]:
 
 
 def load_run(run: str | Path) -> SavedRun:
+    """A saved model, checked whole (emc/runtime/run_checks.py): each file readable and of the
+    shape the fit wrote, and all of them of one model."""
     run = Path(run)
     for name in ("spec.em", "params.npz", "vocab.json", "run.json"):
         if not (run / name).exists():
@@ -150,10 +154,14 @@ def load_run(run: str | Path) -> SavedRun:
               f"{f', or continue it with `emc fit --resume {run}`' if (run / 'checkpoint.npz').exists() else ''}")
     with reading_run_file(run / "run.json", advice):
         info = json.loads((run / "run.json").read_text(encoding="utf-8"))
-        overrides = info["overrides"]
+    with _refused(run, advice):
+        run_checks.check_run_info(info)
     with reading_run_file(run / "spec.em", advice):
         text = (run / "spec.em").read_text(encoding="utf-8")
-    model = Model.from_text(text, str(run / "spec.em"), overrides, base_dir=info.get("workdir"))
+    with _refused(run, advice):
+        run_checks.check_spec_text(info, text)
+    with _refused(run, advice, "spec.em: "):
+        model = Model.from_text(text, str(run / "spec.em"), info["overrides"], base_dir=info.get("workdir"))
     with reading_run_file(run / "params.npz", advice), np.load(run / "params.npz") as npz:
         theta = npz["theta"]
         sparse = {key[len("sparse_"):-len("_rows")]: (npz[key], npz[key[:-len("_rows")] + "_outcomes"])
@@ -161,4 +169,27 @@ def load_run(run: str | Path) -> SavedRun:
         features = {key[len("features_"):]: npz[key] for key in npz.files if key.startswith("features_")}
     with reading_run_file(run / "vocab.json", advice):
         vocabs = load_vocabularies(run / "vocab.json")
+    with _refused(run, advice):
+        run_checks.check_spec(info, model.name, model.checked.structure.name)
+        run_checks.check_vocabularies(info, vocabs)
+        run_checks.check_theta(theta, _trained_layout_size(model, info, sparse))
     return SavedRun(run, info, model, vocabs, theta, sparse, features)
+
+
+def _trained_layout_size(model: Model, info: dict[str, Any], sparse: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
+    """How many parameters the spec's tables hold at the sizes the model was trained at."""
+    checked = model.checked
+    try:
+        sizes = {**info["vocab_sizes"], **model.data.space_sizes(checked, info["args"])}
+        return ParamLayout.build(checked, sizes, sparse).size
+    except (KeyError, TypeError, ValueError) as err:
+        raise EmcError(f"run.json's sizes do not fit spec.em's tables ({type(err).__name__}: {err})") from None
+
+
+@contextmanager
+def _refused(run: Path, advice: str, prefix: str = "") -> Iterator[None]:
+    """A check's EmcError as one line naming the run and what to do."""
+    try:
+        yield
+    except EmcError as err:
+        raise EmcError(f"{run}/{prefix}{err}; {advice}") from None
