@@ -416,7 +416,7 @@ def rule_structures(problem: Problem, example: int):
     x = checked.binding.observed[program.observed[0]]
     tokens = problem.corpus.fields[x].tokens(example)
     ids = token_ids(problem, x, example, s)
-    spans = problem.vocabs.get("rules:spans")
+    spans = problem.vocabs.get("substrings")
     for derivation in rule_derivations(program, len(tokens), problem.args):
         parts = []
         for firing in derivation:
@@ -442,7 +442,9 @@ def _rule_attribute(program, rule, env, attr, tokens, spans, problem):
     if where.kind == "numeric":
         return evaluate(where.index, env)
     if where.kind == "span":
-        return spans.index[" ".join(tokens[evaluate(where.index, env):evaluate(where.end, env)])]
+        joint = "" if problem.model.checked.observed[problem.model.checked.binding.observed[program.observed[0]]] \
+            == "symbols" else " "
+        return spans.index[joint.join(tokens[evaluate(where.index, env):evaluate(where.end, env)])]
     word = tokens[evaluate(where.index, env)]
     return problem.vocabs[attr.space].index[apply_views(word, attr.views)] if attr.views else \
         problem.vocabs[attr.space].index[word]

@@ -126,11 +126,19 @@ def render_context(model: CheckedModel) -> dict:
         for attr in factor.outcome + factor.context:
             if attr.attribute.tokens_of is not None:
                 number = token_number[token_array_name(attr)]
-                local = f"token_{number}"
-                if all(r.local != local for r in token_reads[factor.slot]):
-                    expr = descriptor.token_expr(binding, attr, factor.slot, f"tokens_{number}")
-                    token_reads[factor.slot].append(TokenRead(local, expr))
-                codes[attr.text] = local
+                expr = descriptor.token_expr(binding, attr, factor.slot, f"tokens_{number}")
+                # one local per token read: a part may read one token space at two places (a
+                # dependency's head and dependent, both x[...]), which then need two locals
+                same = [r for r in token_reads[factor.slot] if r.expr == expr]
+                if not same:
+                    taken = {r.local for r in token_reads[factor.slot]}
+                    local = f"token_{number}"
+                    k = 1
+                    while local in taken:
+                        local, k = f"token_{number}_{k}", k + 1
+                    same = [TokenRead(local, expr)]
+                    token_reads[factor.slot].append(same[0])
+                codes[attr.text] = same[0].local
             else:
                 codes[attr.text] = descriptor.attribute_expr(binding, attr, factor.slot)
         slots[factor.slot].append(FactorRead(

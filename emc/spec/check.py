@@ -160,6 +160,8 @@ class _Checker:
         written = self._written_structures()
         known = {**STRUCTURES, **written}
         structure = known.get(lat.structure)
+        if structure is None and any(decl.name == lat.structure for decl in self.spec.structures):
+            return None  # written as rules with errors, reported already
         if structure is None:
             self.error(lat.structure_pos, f"unknown structure '{lat.structure}'",
                        did_you_mean(lat.structure, known) or f"the structures are {one_of(known)}")

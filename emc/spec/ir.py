@@ -327,6 +327,7 @@ class RuleDecl:
     pos: Pos
     name_pos: Pos
     label: tuple[str, Lin, str] | None = None  # `labels x[t - 1] as k`: (observed, index, variable)
+    attach: tuple[Lin, Lin | None] | None = None  # `attaches d to h`: (dependent, head or None: the root)
 
 
 @dataclass(frozen=True)

@@ -257,6 +257,10 @@ class _ToIR(Transformer):
         observed, index, variable = children
         return ("labels", (str(observed), index, str(variable)))
 
+    def attach_clause(self, meta, children):
+        dependent, head = children
+        return ("attaches", (dependent, head))
+
     def body(self, meta, children):
         return ("body", tuple(children))
 
@@ -264,7 +268,7 @@ class _ToIR(Transformer):
         parts = {r[0]: r[1] for r in rest if isinstance(r, tuple)}
         return ir.RuleDecl(kind, None if name is None else str(name), params, head, parts.get("body", ()),
                            parts.get("for", ()), parts.get("where", ()), _pos(meta),
-                           _pos(meta) if name is None else _tok_pos(name), parts.get("labels"))
+                           _pos(meta) if name is None else _tok_pos(name), parts.get("labels"), parts.get("attaches"))
 
     def axiom_decl(self, meta, children):
         head, *rest = children

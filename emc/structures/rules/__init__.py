@@ -116,7 +116,7 @@ def make_structure(program: Program) -> RuleStructure:
         example=f"latent s : {signature}",
         observed_roles=program.observed,
         uses_from=False,
-        input_kinds=("tokens",),
+        input_kinds=("tokens", "symbols"),
         args=args,
         slots=tuple(Slot(rule.name, f"part {rule.name}") for rule in program.parts),
         attributes=_attributes,

@@ -106,14 +106,16 @@ def _level_binding(names: Names, rule: Rule) -> tuple[dict[str, str], list[Step]
     first = args[pos[0]]
     if program.kind == "last":
         solved = _solve(last, "(lev - 1)", names)
-    else:  # width: last - first == lev - 1, solved for whichever end is one variable the other lacks
+    else:  # width: last - first == lev - 1, solved for an end that is one variable, which neither
+        # the other end nor that end's variables' ranges mention (they are looped before it is set)
         solved = None
-        var = _solvable(last, names)
-        if var is not None and var not in first.names:
-            solved = _solve(last, f"({names.lin(first, rule)} + lev - 1)", names)
-        var = _solvable(first, names)
-        if solved is None and var is not None and var not in last.names:
-            solved = _solve(first, f"({names.lin(last, rule)} - lev + 1)", names)
+        for end, other, value in ((last, first, f"({names.lin(first, rule)} + lev - 1)"),
+                                  (first, last, f"({names.lin(last, rule)} - lev + 1)")):
+            var = _solvable(end, names)
+            if solved is None and var is not None and var not in other.names and not any(
+                    var in bound.names for v in other.names if v in rule.bounds
+                    for bound in rule.bounds[v][0] + rule.bounds[v][1]):
+                solved = _solve(end, value, names)
     if solved is not None:
         bound[solved[0]] = solved[1]
     else:

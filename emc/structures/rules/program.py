@@ -61,6 +61,7 @@ class Rule:
     where: tuple[ir.AttrDef, ...]
     pos: ir.Pos
     label: tuple[str, ir.Lin, str] | None = None  # the token the part tags, and the variable it tags it with
+    attach: tuple[ir.Lin, ir.Lin | None] | None = None  # the dependent's and the head's positions (None: root)
 
 
 @dataclass
@@ -224,6 +225,10 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
             report(decl.pos, f"`labels {observed_name}[{index.text}] as {variable}`: the token must be of an observed "
                              "variable of the structure, at an index of the part's variables, and the label one of them")
             ok = False
+    if decl.attach is not None and any(v not in bounds and v not in constants
+                                       for lin in decl.attach if lin is not None for v in lin.names):
+        report(decl.pos, "`attaches DEPENDENT to HEAD`: both are positions written with the part's variables")
+        ok = False
     if not ok:
         return None
     order = _loop_order(bounds, constants)
@@ -231,7 +236,7 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
         report(decl.pos, "the variables' ranges depend on each other in a circle", "bound each variable by earlier ones")
         return None
     return Rule(kind, name, part_index if kind == "part" else -1, decl.params if kind == "part" else tuple(bounds),
-                decl.head, decl.body, bounds, order, decl.where, decl.pos, decl.label)
+                decl.head, decl.body, bounds, order, decl.where, decl.pos, decl.label, decl.attach)
 
 
 def _loop_order(bounds: dict[str, tuple[list[ir.Lin], list[ir.Lin]]], constants: set[str]) -> list[str] | None:
@@ -322,7 +327,7 @@ def _choose_order(program: Program, decl: ir.StructureDecl, report: ErrorSink) -
     """Find the level kind under which every firing builds its head after its body, on lengths
     1..5 and arguments capped at 3; report the first rule that defeats both kinds."""
     small = {name: min(value, 3) for name, value in program.defaults.items()}
-    firings = [f for n in range(1, 6) for f in ground(program, n, small) if f.rule.kind != "goal"]
+    firings = [f for n in range(1, 6) for f in _derivable(list(ground(program, n, small)))]
     failure = None
     for kind in ("last", "width"):
         if kind == "width" and any(len(item.positions) == 1 for item in program.items.values()):
@@ -336,6 +341,29 @@ def _choose_order(program: Program, decl: ir.StructureDecl, report: ErrorSink) -
                      "position or span (or a later one)",
            "every rule must build its head from items ending earlier or from shorter spans")
     return False
+
+
+def _derivable(firings: list[Firing]) -> list[Firing]:
+    """The firings (goals aside) all of whose body items can be built: the others never fire,
+    whatever order the chart is built in."""
+    built: set = set()
+    waiting = [f for f in firings if f.rule.kind != "goal"]
+    usable: list[Firing] = []
+    progress = True
+    while progress:
+        progress = False
+        rest = []
+        for firing in waiting:
+            if all(body in built for body in firing.body):
+                usable.append(firing)
+                head = (firing.rule.head.name, firing.head)
+                if head not in built:
+                    built.add(head)
+                    progress = True
+            else:
+                rest.append(firing)
+        waiting = rest
+    return usable
 
 
 def _type_order(program: Program, firings: list[Firing]) -> Firing | None:

@@ -1,7 +1,7 @@
 """Span attributes (`w = x[i:j]`): the tokens from i up to j as one word of their own vocabulary.
 
-Every run of at most L tokens inside an example gets an id in the `rules:spans` vocabulary (its
-tokens joined by spaces), packed as the segmentation packs its substrings: spans[p * L + l - 1]
+Every run of at most L tokens inside an example gets an id in the `substrings` vocabulary (its
+tokens joined by spaces; symbols joined as they are, as the segmentation names its words), packed as the segmentation packs its substrings: spans[p * L + l - 1]
 is the id of the run of length l starting at token p. L, the longest span any part can have, is
 found by grounding the variables the spans' ends depend on at two lengths: it must not grow with
 the input.
@@ -18,7 +18,7 @@ from emc.spec.errors import EmcError
 from emc.structures.rules.program import N, Program, Rule, assignments, closure, evaluate
 from emc.structures.segmentation.substrings import NO_RUN, index_runs
 
-SPANS = "rules:spans"
+SPANS = "substrings"  # the name the segmentation gives its runs: a twin written as rules shares its vocabulary
 
 
 def span_attributes(program: Program) -> list[tuple[Rule, Any]]:
@@ -54,7 +54,8 @@ def pack_spans(model, field: TokenField, args: dict[str, Any], vocabs: dict[str,
     run_of, first_start, lengths = index_runs(np.ascontiguousarray(field.ids, np.int32),
                                               np.ascontiguousarray(field.offsets, np.int64), length)
     values = field.vocab.values
-    names = [" ".join(values[t] for t in field.ids[s:s + l]) for s, l in zip(first_start.tolist(), lengths.tolist())]
+    joint = "" if model.observed[model.binding.observed[program.observed[0]]] == "symbols" else " "
+    names = [joint.join(values[t] for t in field.ids[s:s + l]) for s, l in zip(first_start.tolist(), lengths.tolist())]
     vocab = vocabs.setdefault(SPANS, Vocabulary())
     ids = np.array(vocab.encode(names), np.int32)
     spans = np.where(run_of >= 0, ids[np.maximum(run_of, 0)], NO_RUN).astype(np.int32)

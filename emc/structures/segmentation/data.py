@@ -52,7 +52,12 @@ DECODE_OPTIONS = [
 
 
 def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:
-    x = model.binding.observed["x"]
+    return read_field(model.binding.observed["x"], path, options, vocabs)
+
+
+def read_field(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Vocabulary]) -> Corpus:
+    """Symbol corpora as the observed variable x, the gold word starts (when given) in
+    corpus.gold["words"]; structures written as rules over symbols read them here too."""
     vocab = vocabs.setdefault(f"vocab:{x}", Vocabulary())
     fmt = options.get("format") or "symbols"
     if fmt not in FORMATS:
