@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emc.priors.normalize import normalize_table
-from emc.priors.smoothed_l0 import maximize_row
+from emc.priors.smoothed_l0 import maximize_table
 from emc.spec.errors import EmcError
 
 
@@ -33,6 +33,7 @@ class Prior:
     KIND: ClassVar[str] = "none"
     ARGUMENTS: ClassVar[tuple[str, ...]] = ()  # the spec's names of the prior's numbers, in order
     USAGE: ClassVar[str] = "none"  # how --prior writes it
+    WARM_STARTED: ClassVar[bool] = False  # its M-step starts from the previous parameters (`start`)
 
     @property
     def arguments(self) -> tuple[float, ...]:
@@ -46,9 +47,12 @@ class Prior:
     def with_smoothing(self, smoothing: float) -> "Prior":
         return replace(self, smoothing=smoothing)
 
-    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray) -> np.ndarray:
+    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray,
+                 start: np.ndarray | None = None) -> np.ndarray:
         """The M-step of one table: its entries' expected counts and the row of each entry (None
-        for a dense, outcome-major table) -> its parameters, in `out` (which may be `counts`)."""
+        for a dense, outcome-major table) -> its parameters, in `out` (which may be `counts`).
+        `start`: the table's previous parameters, which a WARM_STARTED prior's iterative M-step
+        starts from (None: from the normalised counts); the closed-form ones ignore it."""
         np.add(counts, self.smoothing, out=out)
         return normalize_table(out, local_rows, rows, out=out)
 
@@ -92,7 +96,8 @@ class Dirichlet(Prior):
     ARGUMENTS: ClassVar[tuple[str, ...]] = ("alpha",)
     USAGE: ClassVar[str] = "dirichlet(A)"
 
-    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray) -> np.ndarray:
+    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray,
+                 start: np.ndarray | None = None) -> np.ndarray:
         np.add(counts, self.smoothing, out=out)
         out += self.alpha - 1.0
         np.maximum(out, 0.0, out=out)
@@ -113,26 +118,20 @@ class Dirichlet(Prior):
 @dataclass(frozen=True)
 class SmoothedL0(Prior):
     """`prior sparse(alpha, beta)`: the smoothed-L0 prior of Vaswani, Pauls & Chiang (2010),
-    alpha * sum exp(-p / beta), which drives small parameters to zero; each row is solved by
-    emc/priors/smoothed_l0.py."""
+    alpha * sum exp(-p / beta), which drives small parameters to zero; the rows are solved by
+    emc/priors/smoothed_l0.py (compiled projected gradient ascent from the previous parameters)."""
 
     alpha: float = 1.0
     beta: float = 1.0
     KIND: ClassVar[str] = "sparse"
     ARGUMENTS: ClassVar[tuple[str, ...]] = ("alpha", "beta")
     USAGE: ClassVar[str] = "sparse(ALPHA,BETA)"
+    WARM_STARTED: ClassVar[bool] = True
 
-    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray) -> np.ndarray:
+    def maximize(self, counts: np.ndarray, local_rows: np.ndarray | None, rows: int, out: np.ndarray,
+                 start: np.ndarray | None = None) -> np.ndarray:
         c = counts + self.smoothing if self.smoothing else counts
-        if local_rows is None:
-            local_rows = np.tile(np.arange(rows), len(counts) // rows)
-        order = np.argsort(local_rows, kind="stable")
-        bounds = np.searchsorted(local_rows[order], np.arange(rows + 1))
-        for r in range(rows):
-            members = order[bounds[r]:bounds[r + 1]]
-            if len(members):
-                out[members] = maximize_row(c[members], self.alpha, self.beta)
-        return out
+        return maximize_table(c, start, local_rows, rows, self.alpha, self.beta, out)
 
     def log_prior(self, p: np.ndarray) -> float:
         return super().log_prior(p) + self.alpha * float(np.exp(-p / self.beta).sum())

@@ -28,7 +28,9 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
         if t.featured is not None:
             features[t.name] = maximize_featured(t, counts, previous, theta, featured_iterations)
         elif t.kind == "learned":
-            table_prior(t, overrides).maximize(counts[t.entries], t.entry_rows, t.rows, out=theta[t.entries])
+            prior = table_prior(t, overrides)
+            start = previous.table_weights(t) if prior.WARM_STARTED else None
+            prior.maximize(counts[t.entries], t.entry_rows, t.rows, out=theta[t.entries], start=start)
         else:
             theta[t.entries] = previous.table_weights(t)
     return ParamState.plain(theta, layout, features)
