@@ -227,3 +227,20 @@ def test_decode_refuses_a_damaged_run_folder_saying_what_is_wrong(tmp_path, data
     assert main(["decode", str(run), str(data)]) == 1
     message = one_line_error(capsys)
     assert expected in message and str(run) in message and "--overwrite" in message
+
+
+@pytest.mark.parametrize("field, escape, expected", [
+    ("text", "\\ud800", "lone surrogate \\ud800"), ("label", "\\udc00", "lone surrogate \\udc00"),
+    ("text", "\\u0000", "NUL character"),
+])
+def test_json_escapes_that_spell_no_text_are_refused(tmp_path, capsys, field, escape, expected):
+    record = {"text": "hello world", "label": "a"}
+    record[field] = record[field] + escape
+    line = "{" + ", ".join(f'"{k}": "{v}"' for k, v in record.items()) + "}"
+    path = tmp_path / "docs.jsonl"
+    path.write_text(line + '\n{"text": "b c", "label": "b"}\n')
+    code = main(["fit", str(ROOT / "specs" / "naive_bayes.em"), str(path), "--format", "jsonl", "--iterations", "2",
+                 "--tokenize", "whitespace", "--quiet"])
+    assert code == 1
+    message = one_line_error(capsys)
+    assert message.startswith(f"{path}:1: error: the \"{field}\" field contains a") and expected in message

@@ -123,7 +123,21 @@ def _json_document(path: str, number: int, line: str, opts: TextOptions) -> tupl
         what = "has no" if text is None else "has a non-string"
         raise DataError(path, number, f"{what} \"{opts.text_field}\" field (each line is a JSON object with a "
                                       f"\"{opts.text_field}\" string; --text-field names another field)")
+    _require_text(path, number, opts.text_field, text)
     return text, _label(path, number, record, opts.gold_field), _label(path, number, record, opts.supervised_field)
+
+
+def _require_text(path: str, number: int, name: str, text: str) -> None:
+    """JSON's escapes can spell what no text holds: \\u0000 (a NUL, which the file check cannot see
+    behind its escape) and half of a UTF-16 pair (\\ud800), which no UTF-8 output can write."""
+    if "\x00" in text:
+        raise DataError(path, number, f"the \"{name}\" field contains a NUL character (\\u0000): the data is "
+                                      f"binary or damaged, not text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise DataError(path, number, f"the \"{name}\" field contains a lone surrogate \\u{ord(text[err.start]):04x} "
+                                      f"(half of a UTF-16 pair, not a character): fix the JSON's escapes") from None
 
 
 def _label(path: str, number: int, record: dict, name: str | None) -> str | None:
@@ -133,6 +147,7 @@ def _label(path: str, number: int, record: dict, name: str | None) -> str | None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise DataError(path, number, f"the \"{name}\" field must be a string or an integer, not {json.dumps(value)}")
     label = str(value).strip()
+    _require_text(path, number, name, label)
     if not label or "\n" in label or "\r" in label:
         raise DataError(path, number, f"the \"{name}\" field must be a non-empty label on one line, not {json.dumps(value)}")
     return label
