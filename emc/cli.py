@@ -300,6 +300,7 @@ def _data_arguments(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def cmd_fit(args) -> int:
+    from emc.dist.executor import open_executor
     from emc.runtime import job as jobs
     from emc.runtime.settings import FitSettings, fit_options
 
@@ -310,7 +311,7 @@ def cmd_fit(args) -> int:
     observer = lambda record: [o(record) for o in observers]  # noqa: E731
     progress = _progress_bar if sys.stderr.isatty() and not args.quiet else None
     if args.resume:
-        jobs.resume(Path(args.resume), observer, say, progress)
+        jobs.resume(Path(args.resume), observer, say, progress, executors=open_executor)
         return 0
     if not args.spec:
         raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
@@ -322,7 +323,8 @@ def cmd_fit(args) -> int:
         settings.init = "default"
     job = jobs.make_job(args.spec, args.data, _overrides(args), vars(args), settings, args.labeled,
                         args.init if from_run else None, args.checkpoint_every, args.workers, args.scheduler)
-    jobs.run(job, Path(args.out) if args.out else None, observer, say, progress, overwrite=args.overwrite)
+    jobs.run(job, Path(args.out) if args.out else None, observer, say, progress, overwrite=args.overwrite,
+             executors=open_executor)
     return 0
 
 

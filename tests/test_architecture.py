@@ -10,8 +10,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT
 
 PACKAGE = ROOT / "emc"
@@ -194,7 +192,6 @@ def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: runtime <-> dist remains")
 def test_no_package_cycle():
     assert cycles(package_graph(import_graph())) == []
 

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import operator
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import numpy as np
 
 from emc.runtime.compiled import load_source, module_source
-from emc.runtime.executor import EStepResult, chunk_bounds
+from emc.runtime.executor import EStepResult, LocalExecutor, chunk_bounds
+from emc.runtime.job import Job, local_executor
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem, bind
+from emc.runtime.settings import FitSettings
 from emc.spec.errors import EmcError
 from emc.structures.sampling import shifted
 from emc.structures.semiring import SUM
@@ -195,6 +199,25 @@ class DaskExecutor:
                 decoded[position] = out[offsets[q]:offsets[q + 1]]
             scores[where] = part_scores
         return decoded, scores
+
+
+@contextmanager
+def open_executor(job: Job, problem: Problem, settings: FitSettings,
+                  say: Callable[[str], None]) -> Iterator[DaskExecutor | LocalExecutor]:
+    """The executor of an `emc fit` (emc/cli.py hands this to emc.runtime.job): a Dask cluster's
+    when the job asks for one (--workers / --scheduler), disconnected when the fit ends, however it
+    ends; else this machine's."""
+    if not job.workers and not job.scheduler:
+        with local_executor(job, problem, settings, say) as executor:
+            yield executor
+        return
+    client = connect(job.workers, job.scheduler)
+    try:
+        executor = DaskExecutor(problem, client)
+        say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
+        yield executor
+    finally:
+        disconnect(client)
 
 
 def connect(workers: int | None = None, scheduler: str | None = None):

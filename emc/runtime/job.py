@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 import numpy as np
 
@@ -154,8 +154,10 @@ class Runner:
 
     def __init__(self, job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
                  say: Callable[[str], None] = lambda message: None,
-                 progress: Callable[[int, int], None] | None = None, resuming: bool = False):
+                 progress: Callable[[int, int], None] | None = None, resuming: bool = False,
+                 executors: ExecutorOpener | None = None):
         self.job, self.out, self.say, self.progress = job, out, say, progress
+        self.executors = executors or local_executor
         # `emc fit --resume`: each fit of the request continues from its folder's checkpoint if it has one
         self.resuming = resuming
         self.stepped = False  # whether a step ran in this process (see `already_saved`)
@@ -284,14 +286,11 @@ class Runner:
         self.say_scored(problem)
         job = self.job if options is None else replace(self.job, options=options)
         checkpointer = _LatestState(self.checkpointer(out, options))
-        client = None
         try:
-            executor, client = make_executor(job, problem, self.settings)
-            if client is not None:
-                self.say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
-            self._warm_up(executor, problem)
-            result = fit_with_restarts(problem, self.settings, executor, self.observer, init, state, checkpointer,
-                                       self.progress)
+            with self.executors(job, problem, self.settings, self.say) as executor:
+                self._warm_up(executor, problem)
+                result = fit_with_restarts(problem, self.settings, executor, self.observer, init, state,
+                                           checkpointer, self.progress)
         except KeyboardInterrupt:
             latest = checkpointer.state
             if out is None or latest is None:
@@ -300,10 +299,6 @@ class Runner:
                      latest.objective or float("nan"), {}, latest.history, finished=False)
             step = latest.history[-1].get("iteration") or latest.history[-1].get("pass") if latest.history else 0
             raise self.interrupted(out, step) from None
-        finally:
-            if client is not None:
-                from emc.dist.executor import disconnect
-                disconnect(client)
         self.save(problem, result, out, options)
         return problem, result
 
@@ -311,12 +306,13 @@ class Runner:
 def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = None,
         say: Callable[[str], None] = lambda message: None,
         progress: Callable[[int, int], None] | None = None, resuming: bool = False,
-        overwrite: bool = False) -> None:
+        overwrite: bool = False, executors: ExecutorOpener | None = None) -> None:
     """Carry out a fit: the structure's own way when it has a fit mode for these options
     (emc/runtime/modes/dispatch.py), else the ordinary fit. `out` is locked while the fit writes it, and refused if it
-    already holds a model, unless `overwrite` or `resuming` (see emc.runtime.run_folder)."""
+    already holds a model, unless `overwrite` or `resuming` (see emc.runtime.run_folder). `executors`
+    opens the ordinary fit's executor (default: this machine's, `local_executor`)."""
     with RunFolderLock(out, overwrite, resuming) if out is not None else nullcontext():
-        runner = Runner(job, out, observer, say, progress, resuming)
+        runner = Runner(job, out, observer, say, progress, resuming, executors)
         custom = fit_mode(job.checked.structure.name, job.options)
         if custom is not None:
             custom(runner)
@@ -324,14 +320,22 @@ def run(job: Job, out: Path | None, observer: Callable[[dict], None] | None = No
             runner.run()
 
 
-def make_executor(job: Job, problem: Problem, settings: FitSettings):
-    """This machine's cores, or a Dask cluster (--workers / --scheduler); and the client if any."""
-    if not job.workers and not job.scheduler:
-        return LocalExecutor(problem, settings.threads or None), None
-    from emc.dist.executor import DaskExecutor, connect
+# Opens the executor of an ordinary fit for as long as the fit runs: (job, problem, settings, say)
+# -> a context manager giving the executor. The runtime opens this machine's (`local_executor`);
+# its callers may pass another, as emc/cli.py passes emc.dist.executor.open_executor, which opens a
+# Dask cluster when the job asks for one: so the runtime never imports emc.dist.
+ExecutorOpener = Callable[["Job", Problem, FitSettings, Callable[[str], None]], ContextManager[Any]]
 
-    client = connect(job.workers, job.scheduler)
-    return DaskExecutor(problem, client), client
+
+@contextmanager
+def local_executor(job: Job, problem: Problem, settings: FitSettings,
+                   say: Callable[[str], None]) -> Iterator[LocalExecutor]:
+    """This machine's cores. A job asking for a Dask cluster (--workers / --scheduler) is refused:
+    its caller passes an opener that provides one (emc.dist.executor.open_executor)."""
+    if job.workers or job.scheduler:
+        raise EmcError("--workers / --scheduler: this caller runs fits on this machine only "
+                       "(run them through emc.dist.executor.open_executor, as `emc fit` does)")
+    yield LocalExecutor(problem, settings.threads or None)
 
 
 class _LatestState:
@@ -347,14 +351,15 @@ class _LatestState:
             self.checkpointer(state)
 
 
-def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None) -> None:
+def resume(run_dir: Path, observer=None, say=lambda message: None, progress=None,
+           executors: ExecutorOpener | None = None) -> None:
     """Continue a checkpointed request as it was started: an ordinary fit from its checkpoint; a
     structure's own fit mode (alignment's two directions, or both jointly) again, each of its fits
     continuing from its own folder's checkpoint, or starting afresh if it had not begun."""
     run_dir = run_dir.resolve()
     job = Job(**load_job(run_dir))
     with _working_directory(job.workdir, run_dir, say):
-        run(job, run_dir, observer, say, progress, resuming=True)
+        run(job, run_dir, observer, say, progress, resuming=True, executors=executors)
 
 
 @contextmanager
