@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from emc.runtime.state import Interrupted
 
     try:
+        _refuse_empty_values(parser, args)
         return args.handler(args) or 0
     except Interrupted as err:
         _note(str(err))
@@ -52,6 +53,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An empty argument (`--out ''`, a file named '') names nothing: `--out ''` once fitted and
+    saved nothing with exit status 0, and `plot -o ''` wrote '.png'."""
+    command = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        if value == action.default:  # not given (a structure's option may default to '')
+            continue
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            name = action.option_strings[-1] if action.option_strings else action.dest.upper()
+            raise EmcError(f"emc {args.command}: {name} '{value if isinstance(value, str) else ''}' is empty: "
+                           f"give {'a name' if action.option_strings else 'a file'}")
 
 
 # --- parser ------------------------------------------------------------------------------------
@@ -159,10 +175,19 @@ def cmd_compile(args) -> int:
 
     model = check(parse_file(args.spec), _overrides(args))
     out = Path(args.out_dir) / f"{model.name}.py"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(model), encoding="utf-8")
+    if len(out.name.encode("utf-8")) > FILE_NAME_BYTES:
+        raise EmcError(f"emc compile: model {model.name[:40]}...: its name ({len(model.name)} characters) is too long "
+                       f"for a file name ({FILE_NAME_BYTES - 3} bytes at most): give the model a shorter name")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render(model), encoding="utf-8")
+    except OSError as err:
+        raise EmcError(f"emc compile: cannot write {out} ({err.strerror or err})") from None
     print(f"wrote {out}")
     return 0
+
+
+FILE_NAME_BYTES = 255  # the longest file name of the usual file systems (ext4, APFS, NTFS)
 
 
 def _flag(name: str) -> str:

@@ -244,3 +244,93 @@ def test_json_escapes_that_spell_no_text_are_refused(tmp_path, capsys, field, es
     assert code == 1
     message = one_line_error(capsys)
     assert message.startswith(f"{path}:1: error: the \"{field}\" field contains a") and expected in message
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["fit", SPEC, "DATA", "--states", "2", "--out", ""], "emc fit: --out '' is empty"),
+    (["fit", SPEC, "DATA", "--states", "2", "--log", " "], "emc fit: --log ' ' is empty"),
+    (["fit", SPEC, "", "--states", "2"], "emc fit: DATA '' is empty"),
+    (["decode", "", "DATA"], "emc decode: RUN '' is empty"),
+    (["plot", "DATA", "-o", ""], "emc plot: --out '' is empty"),
+])
+def test_an_empty_name_is_refused(data, capsys, argv, expected):
+    argv = [str(data) if a == "DATA" else a for a in argv]
+    assert main(argv) == 1
+    assert one_line_error(capsys).startswith(expected)
+
+
+def test_compile_refuses_a_model_name_too_long_for_a_file(tmp_path, capsys):
+    spec = tmp_path / "long.em"
+    text = (ROOT / "specs" / "hmm.em").read_text()
+    spec.write_text(text.replace("model hmm", "model " + "m" * 5000, 1))
+    assert main(["compile", str(spec), "--out-dir", str(tmp_path / "gen")]) == 1
+    assert "its name (5000 characters) is too long for a file name" in one_line_error(capsys)
+    assert not (tmp_path / "gen").exists() or not list((tmp_path / "gen").iterdir())
+
+
+def test_cr_only_line_endings_are_lines(tmp_path, capsys):
+    from emc.io.readers import read_lines
+
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"a b c\rb c a\rc a b a\r")
+    assert [line for _, line in read_lines(path)] == ["a b c", "b c a", "c a b a"]
+    path.write_bytes(b"a b\r\nc d\r\n")
+    assert [line for _, line in read_lines(path)] == ["a b", "c d"]
+
+
+@pytest.mark.parametrize("fmt, text, options", [
+    ("conllu", "1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n2\tdog\t_\tNN\tNN\t_\t3\tnsubj\t_\t_\n"
+               "3\tbarks\t_\tVB\tVB\t_\t2\troot\t_\t_\n\n", []),
+    ("conll", "The DT 2\ndog NN 3\nbarks VB 2\n\n", ["--word-column", "2", "--head-column", "3"]),
+])
+def test_gold_heads_that_form_a_cycle_are_refused(tmp_path, capsys, fmt, text, options):
+    path = tmp_path / f"cycle.{fmt}"
+    path.write_text(text)
+    assert main(["fit", str(ROOT / "specs" / "dmv.em"), str(path), "--format", fmt, *options, "--quiet"]) == 1
+    assert one_line_error(capsys).startswith(f"{path}:2: error: the heads form a cycle (2 -> 3 -> 2)")
+
+
+CONLL = "Confidence NN B-NP\nin IN B-PP\nthe DT B-NP\n\nHe PRP B-NP\nsaid VBD B-VP\nit PRP B-NP\n\n" \
+        "We PRP B-NP\nwon VBD B-VP\n\n"
+CONLLU = "# text = a b\n1\ta\t_\tX\tX\t_\t0\troot\t_\t_\n2\tb\t_\tX\tX\t_\t1\tdep\t_\t_\n\n"
+
+
+@pytest.mark.parametrize("spec, text, expected", [
+    ("hmm.em", CONLL, "looks like columns (one word per line with 3 columns, blank lines between sentences), not "
+                      "one sentence per line: read it with --format conll"),
+    ("dmv.em", CONLLU * 3, "looks like CoNLL-U (one word per line, 10 tab-separated fields), not one sentence per "
+                           "line: read it with --format conllu"),
+    ("dmv.em", "((S (NP (DT the) (NN dog)) (VP (VBZ barks))))\n" * 3, "looks like bracketed trees, one per line, "
+                                                                       "not one sentence per line: read it with --format ptb"),
+    ("pcfg.em", CONLL, "not one sentence per line: this structure reads tokens, ptb, not conll"),
+    ("hmm.em", "a b ||| x y\nc ||| z\n", "looks like sentence pairs (source ||| target)"),
+])
+def test_a_file_of_another_format_read_as_sentences_names_its_format(tmp_path, capsys, spec, text, expected):
+    path = tmp_path / "data.txt"
+    path.write_text(text)
+    assert main(["info", str(ROOT / "specs" / spec), str(path)]) == 1
+    message = one_line_error(capsys)
+    assert message.startswith(f"{path}: error: ") and expected in message
+    assert main(["info", str(ROOT / "specs" / spec), str(path), "--format", "tokens"]) == 0  # as asked
+
+
+def test_plain_text_decoded_as_conll_is_refused(tmp_path, data, capsys):
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    assert main(["decode", str(run), str(data), "--format", "conll"]) == 1
+    assert "read as CoNLL it has no blank line between sentences and lines of 3 to 4 columns" in one_line_error(capsys)
+
+
+def test_max_length_leaves_out_long_chain_sentences_and_says_so(tmp_path, capsys):
+    path = tmp_path / "data.txt"
+    path.write_text("a b c\nb c a b c a b c a b c d\nc a b a\n\n")
+    assert main(["fit", SPEC, str(path), "--states", "2", "--iterations", "1", "--max-length", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "2 examples from" in err and "(1 empty examples skipped; 1 longer than --max-length 5 left out)" in err
+
+
+def test_max_length_is_refused_where_it_does_not_apply(tmp_path, capsys):
+    path = tmp_path / "docs.txt"
+    path.write_text("a b c\nb c a\n")
+    assert main(["fit", str(ROOT / "specs" / "naive_bayes.em"), str(path), "--max-length", "5", "--quiet"]) == 1
+    assert one_line_error(capsys).startswith("--max-length 5: the label structure does not leave out long examples")

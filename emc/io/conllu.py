@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from emc.io.heads import cycle_message, head_cycle
 from emc.io.readers import read_lines
 from emc.spec.errors import DataError, EmcError
 
@@ -124,6 +125,10 @@ def _finish(path: Any, sentence: Sentence) -> None:
             raise DataError(path, number, f"HEAD '{head}' is not 0 (the root), `_` or a word of this sentence (1..{n})")
         if head.isdigit() and int(head) == int(fields[0]):
             raise DataError(path, number, f"word {fields[0]} is its own head")
+    heads = [fields[COLUMN["head"]] for fields in sentence.words]
+    cycle = None if "_" in heads else head_cycle([int(h) for h in heads])
+    if cycle is not None:
+        raise DataError(path, sentence.word_lines[cycle[0] - 1], cycle_message(cycle))
 
 
 def gold_column_name(value: Any) -> str:

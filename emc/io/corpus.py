@@ -93,6 +93,9 @@ class Corpus:
     labeled_mask: np.ndarray | None = None
     files: list[str] = field(default_factory=list)  # every file read, in order ([path] when empty)
     file_of: np.ndarray | None = None  # per example, its file's index in `files` (all 0 when None)
+    # with --max-length, how many examples were read as empty for being longer (None: the reader
+    # does not cut by length, so the flag must be refused, not ignored)
+    too_long: int | None = None
 
     def __post_init__(self) -> None:
         if not self.files:
@@ -135,6 +138,8 @@ class Corpus:
             labeled_mask=mask,
             files=self.files + other.files,
             file_of=np.concatenate([self.file_of, other.file_of + len(self.files)]),
+            too_long=None if self.too_long is None and other.too_long is None else
+            (self.too_long or 0) + (other.too_long or 0),
         )
 
     def subset(self, indices: np.ndarray) -> "Corpus":
@@ -147,7 +152,21 @@ class Corpus:
             labeled_mask=None if self.labeled_mask is None else self.labeled_mask[indices],
             files=self.files,
             file_of=self.file_of[indices],
+            too_long=self.too_long,  # of the examples read, as `Problem.read` counts them
         )
+
+
+def cut_long(path: str, sentences: list[list[str]], limit: int, unit: str = "words") -> tuple[list[list[str]], int]:
+    """--max-length: each sentence longer than `limit` read as empty (fit skips it, decode prints an
+    empty line), and how many were; refused when none is left. A limit of 0: no limit."""
+    if not limit:
+        return sentences, 0
+    if limit < 0:
+        raise DataError(path, None, f"--max-length {limit}: give the longest sentence to keep (0: no limit)")
+    kept = [s if len(s) <= limit else [] for s in sentences]
+    if not any(kept):
+        raise DataError(path, None, f"no sentence has at most {limit} {unit} (--max-length {limit})")
+    return kept, sum(1 for s in sentences if len(s) > limit)
 
 
 def _subset_any(value: Any, indices: np.ndarray) -> Any:

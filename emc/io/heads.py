@@ -58,6 +58,29 @@ NP_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
 NOUN_PHRASES = frozenset({"NP", "NML"})
 
 
+def head_cycle(heads: list[int]) -> list[int] | None:
+    """Words (1-based) that never reach the root by following their heads (1-based, 0 the root),
+    in the order of the cycle they end in; None when every word does: a tree."""
+    state = [0] * (len(heads) + 1)  # 0 unseen, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path, word = [], start
+        while state[word] == 0:
+            state[word] = 1
+            path.append(word)
+            word = heads[word - 1]
+        if state[word] == 1:  # came back to a word of this path
+            return path[path.index(word):]
+        for w in path:
+            state[w] = 2
+    return None
+
+
+def cycle_message(cycle: list[int]) -> str:
+    return (f"the heads form a cycle ({' -> '.join(map(str, cycle + cycle[:1]))}), so these words never reach "
+            f"the root (0): not a tree")
+
+
 def read_dependencies(text: str) -> tuple[list[str], list[int]]:
     """The stripped tag yield of one bracketed tree and each tag's head (1-based, 0 for the root)."""
     root = parse_stripped(text)

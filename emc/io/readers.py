@@ -3,7 +3,8 @@
 Documented choices (also in `emc fit --help`):
 - A file starting with the gzip magic bytes is read through gzip, whatever its name.
 - Text must be UTF-8; a byte that is not is an error naming the line and the byte.
-- Tabs and runs of spaces separate tokens; a trailing carriage return is dropped.
+- Tabs and runs of spaces separate tokens; a trailing carriage return is dropped (CRLF endings), and
+  in a file without a line feed each carriage return ends a line (CR endings of old Mac files).
 - Empty lines (or lines of only whitespace) are kept as empty examples: fitting skips them and
   reports how many; decoding prints an empty line for them, so output lines match input lines.
 """
@@ -109,6 +110,8 @@ def read_lines(path: str | Path | Lines) -> Iterator[tuple[int, str]]:
         count = text.count("\x00")
         raise DataError(str(path), line, f"contains a NUL byte at column {column} ({count} in the file): "
                                          f"the file is binary or damaged, not text")
+    if "\r" in text and "\n" not in text:
+        text = text.replace("\r", "\n")  # classic Mac OS line endings: a CR alone ends each line
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -123,6 +123,10 @@ def prepare(job: Job, options: dict[str, Any] | None = None) -> Prepared:
             corpus = part if corpus is None else corpus.concat(part, labeled=False)
         if job.labeled:
             corpus = corpus.concat(model.read(job.labeled, options, vocabs), labeled=True)
+    limit = options.get("max_length")
+    if limit and corpus.too_long is None:  # a flag is applied or refused, never ignored
+        raise EmcError(f"--max-length {limit}: the {model.checked.structure.name} structure does not leave out long "
+                       f"examples (sentences read as tokens, CoNLL, CoNLL-U or trees do); leave it out")
     trained_vocabs = saved.trained["vocab_sizes"] if saved else None
     problem = bind(model, corpus, vocabs, options, trained_vocabs=trained_vocabs)
     init = None
@@ -189,7 +193,11 @@ class Runner:
         self.compile_seconds = prepared.compile_seconds
         self.corpus = prepared.corpus
         self.settings.regularizers = resolve_regularizers(self.job.fit_settings().regularizers, problem)
-        skipped = f" ({problem.skipped} empty examples skipped)" if problem.skipped else ""
+        too_long = problem.corpus.too_long or 0
+        left_out = [f"{problem.skipped - too_long} empty examples skipped"] if problem.skipped > too_long else []
+        if too_long:
+            left_out.append(f"{too_long} longer than --max-length {self.options.get('max_length')} left out")
+        skipped = f" ({'; '.join(left_out)})" if left_out else ""
         # job.data is empty when a structure takes its files from options (alignment's --source/--target)
         files = ", ".join(self.job.data) or problem.corpus.path
         self.say(f"emc: {problem.n_examples} examples from {files}{skipped}; "

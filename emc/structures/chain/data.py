@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from emc.io.conllu import OUTPUT_OPTION, gold_column_name, read_conllu
-from emc.io.corpus import Corpus, TokenField
+from emc.io.corpus import Corpus, TokenField, cut_long
 from emc.io.readers import read_lines, require_examples
+from emc.io.sniff import SNIFFED_LINES, refuse_other_format, refuse_plain_text_as_conll
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
@@ -57,7 +58,7 @@ def read_field(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voc
     vocab = vocabs.setdefault(f"vocab:{x}", Vocabulary())
     fmt = options.get("format") or "tokens"
     if fmt == "tokens":
-        sentences, tags, lines = _read_tokens(path)
+        sentences, tags, lines = _read_tokens(path, options.get("format") is None)
     elif fmt == "conll":
         sentences, tags, lines = _read_conll(path, options.get("word_column") or 1,
                                              _column_number(options.get("gold_column")))
@@ -72,7 +73,9 @@ def read_field(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voc
     else:
         raise DataError(path, None, f"this structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     require_examples(path, sum(1 for s in sentences if s), "sentence")
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines))
+    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0)
+    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines),
+                    too_long=too_long)
     if tags is not None:
         tag_vocab = vocabs.setdefault("gold:tags", Vocabulary())
         corpus.gold["tags"] = TokenField.from_lists([tag_vocab.encode(t) for t in tags], tag_vocab)
@@ -92,11 +95,16 @@ def _column_number(value: Any) -> int | None:
     return int(value)
 
 
-def _read_tokens(path: str):
-    sentences, lines = [], []
+def _read_tokens(path: str, sniff: bool = False):
+    """One sentence per line; `sniff` (no --format given): refuse a file that looks like another format."""
+    sentences, lines, first = [], [], []
     for number, line in read_lines(path):
         sentences.append(line.split())
         lines.append(number)
+        if sniff and len(first) < SNIFFED_LINES:
+            first.append(line)
+    if sniff:
+        refuse_other_format(path, first, FORMATS)
     return sentences, None, lines
 
 
@@ -106,13 +114,16 @@ def _read_conll(path: str, word_column: int, gold_column: int | None):
     gold: list[str] = []
     start = 0
     need = max(word_column, gold_column or 0)
+    blank_lines, widths = 0, set()
     for number, line in read_lines(path):
         cols = line.split()
         if not cols:
+            blank_lines += 1
             if words:
                 sentences.append(words), tags.append(gold), lines.append(start)
                 words, gold = [], []
             continue
+        widths.add(len(cols))
         if len(cols) < need:
             raise DataError(path, number, f"has {len(cols)} column(s), but --word-column/--gold-column need {need}")
         if not words:
@@ -122,6 +133,7 @@ def _read_conll(path: str, word_column: int, gold_column: int | None):
             gold.append(cols[gold_column - 1])
     if words:
         sentences.append(words), tags.append(gold), lines.append(start)
+    refuse_plain_text_as_conll(path, blank_lines, widths)
     return sentences, (tags if gold_column else None), lines
 
 

@@ -13,10 +13,11 @@ import numpy as np
 
 from emc.eval.dependencies import attachment_scores
 from emc.io.conllu import OUTPUT_OPTION, read_conllu
-from emc.io.corpus import Corpus, TokenField
-from emc.io.heads import read_dependencies
+from emc.io.corpus import Corpus, TokenField, cut_long
+from emc.io.heads import cycle_message, head_cycle, read_dependencies
 from emc.io.ptb import TreeError
 from emc.io.readers import read_lines, require_examples
+from emc.io.sniff import SNIFFED_LINES, refuse_other_format
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
@@ -47,6 +48,8 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     written_back = None
     if fmt == "tokens":
         lines = list(read_lines(path))
+        if options.get("format") is None:
+            refuse_other_format(path, [line for _, line in lines[:SNIFFED_LINES]], FORMATS)
         sentences, gold, numbers = [line.split() for _, line in lines], None, [n for n, _ in lines]
     elif fmt == "ptb":
         sentences, gold, numbers = _read_ptb(path)
@@ -64,12 +67,9 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     else:
         raise DataError(path, None, f"the deptree structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     require_examples(path, sum(1 for s in sentences if s), "sentence")
-    limit = options.get("max_length") or 0
-    if limit:
-        sentences = [s if len(s) <= limit else [] for s in sentences]
-        if not any(sentences):
-            raise DataError(path, None, f"no sentence has at most {limit} words (--max-length {limit})")
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(numbers))
+    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0)
+    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(numbers),
+                    too_long=too_long)
     if gold is not None:
         corpus.gold["heads"] = gold
     if options.get("output") == "conllu":
@@ -112,7 +112,11 @@ def _read_conll(path: str, token_column: int, head_column: int):
                 if not value.isdigit() or int(value) > len(words):
                     raise DataError(path, number, f"head '{value}' is not 0 (the root), _ or a word of this "
                                                   f"sentence (1..{len(words)}) (--head-column {head_column})")
-            gold.append([int(v) for v in heads])
+            tree = [int(v) for v in heads]
+            cycle = head_cycle(tree)
+            if cycle is not None:
+                raise DataError(path, lines[cycle[0] - 1], f"{cycle_message(cycle)} (--head-column {head_column})")
+            gold.append(tree)
         sentences.append(list(words))
         numbers.append(lines[0])
         words.clear(), heads.clear(), lines.clear()

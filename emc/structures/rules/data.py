@@ -57,6 +57,7 @@ def _read_ptb(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voca
     is an empty example (decoding prints an empty line for it)."""
     sentences, brackets, heads, numbers = [], [], [], []
     limit = options.get("max_length") or 0
+    too_long = 0
     for number, line in read_lines(path):
         tags, spans, tree_heads = [], set(), []
         if line.strip():
@@ -68,13 +69,15 @@ def _read_ptb(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voca
                 raise DataError(path, number, f"not a Penn Treebank tree: {err}") from None
         if limit and len(tags) > limit:
             tags, spans, tree_heads = [], set(), []
+            too_long += 1
         sentences.append(tags)
         brackets.append(spans)
         heads.append(tree_heads)
         numbers.append(number)
     require_examples(path, sum(1 for s in sentences if s), "sentence")
     vocab = vocabs.setdefault(f"vocab:{x}", Vocabulary())
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(numbers))
+    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(numbers),
+                    too_long=too_long)
     corpus.gold["brackets"] = brackets
     corpus.gold["heads"] = heads
     return corpus

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from emc.eval.brackets import bracket_scores
-from emc.io.corpus import Corpus, TokenField
+from emc.io.corpus import Corpus, TokenField, cut_long
 from emc.io.ptb import TreeError, read_tree
 from emc.io.readers import read_lines, require_examples
+from emc.io.sniff import SNIFFED_LINES, refuse_other_format
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
@@ -50,19 +51,16 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
     vocab = vocabs.setdefault(f"vocab:{x}", Vocabulary())
     fmt = options.get("format") or "tokens"
     if fmt == "tokens":
-        sentences, lines = _read_tokens(path)
+        sentences, lines = _read_tokens(path, options.get("format") is None)
         gold = None
     elif fmt == "ptb":
         sentences, gold, lines = _read_ptb(path)
     else:
         raise DataError(path, None, f"the spantree structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
     require_examples(path, sum(1 for s in sentences if s), "sentence")
-    limit = options.get("max_length") or 0
-    if limit:
-        sentences = [s if len(s) <= limit else [] for s in sentences]
-        if not any(sentences):
-            raise DataError(path, None, f"no sentence has at most {limit} symbols (--max-length {limit})")
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines))
+    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0, "symbols")
+    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines),
+                    too_long=too_long)
     if gold is not None:
         corpus.gold["brackets"] = gold
     return corpus
@@ -75,13 +73,18 @@ def _check_symbols(path: str, number: int, symbols: list[str]) -> None:
                                           f"in span contexts")
 
 
-def _read_tokens(path: str) -> tuple[list[list[str]], list[int]]:
-    sentences, lines = [], []
+def _read_tokens(path: str, sniff: bool = False) -> tuple[list[list[str]], list[int]]:
+    """One sentence per line; `sniff` (no --format given): refuse a file that looks like another format."""
+    sentences, lines, first = [], [], []
     for number, line in read_lines(path):
+        if sniff and len(first) < SNIFFED_LINES:
+            first.append(line)
         symbols = line.split()
         _check_symbols(path, number, symbols)
         sentences.append(symbols)
         lines.append(number)
+    if sniff:
+        refuse_other_format(path, first, FORMATS)
     return sentences, lines
 
 
