@@ -19,7 +19,7 @@ import pytest
 from lark import Lark, Token
 
 from conftest import ROOT
-from emc.codegen.render import render
+from emc.codegen.render import comment_text, render
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
 from emc.spec.check import check
@@ -46,22 +46,25 @@ def _parser() -> Lark:
 PARSER = _parser()
 
 
-def _spec_name_tokens(text: str) -> tuple[list[str], list[Token]]:
-    """The names the spec declares, in order, and every token that declares or refers to one."""
-    declared: dict[str, int] = {}
+def _spec_name_tokens(text: str) -> tuple[dict[str, str], list[Token]]:
+    """The names the spec declares, in order, each with its declaration's kind (`observed_item`,
+    `block_decl`, ...), and every token that declares or refers to one."""
+    declared: dict[str, Token] = {}
+    kinds: dict[str, str] = {}
     candidates = []
     for tree in PARSER.parse(text).iter_subtrees():
         for i, child in enumerate(tree.children):
             if isinstance(child, Token) and child.type == "NAME" and _FIXED_NAMES.get(tree.data) != i:
                 candidates.append(child)
                 if tree.data in _DECLARATIONS and i == 0:
-                    declared.setdefault(str(child), child.start_pos)
-    names = sorted(declared, key=declared.get)
-    return names, [t for t in candidates if str(t) in declared]
+                    declared.setdefault(str(child), child)
+                    kinds.setdefault(str(child), str(tree.data))
+    names = sorted(declared, key=lambda name: declared[name].start_pos)
+    return {name: kinds[name] for name in names}, [t for t in candidates if str(t) in declared]
 
 
 def spec_names(text: str) -> list[str]:
-    return _spec_name_tokens(text)[0]
+    return list(_spec_name_tokens(text)[0])
 
 
 def renamed(text: str, renaming: dict[str, str]) -> str:
@@ -145,23 +148,44 @@ def test_names_change_only_comments_and_strings(structure):
         assert code_tokens(hostile) == originals[spec], (spec.stem, renaming)
 
 
-def test_unprintable_text_stays_inside_comments_and_strings():
-    """The spec's file name and a fixed block's file reach comments and string literals; a newline,
-    quotes, `#`, a NUL and non-ASCII text there neither end the comment nor break the module."""
-    text = (ROOT / "specs" / "interpolate.em").read_text(encoding="utf-8")
-    text = text.replace("fixed ", "fixed \"l'm #\\\\ \u00e9 \u2028.txt\" ")
-    hostile_file = "we\nird '''\"\"\" # \u00e9\u2028\x00.em"
-    source = render(check(parse_text(text, hostile_file)))
+def test_the_renaming_renames_declarations_and_references_only():
+    text = ("model m\nobserved x : tokens, y : tokens\nlatent a : alignment(y from x, null=yes)\n"
+            "param kappa = 0.1\nmultinomial trans : P(a.target | a.source) smooth add(1) l2(kappa)\n"
+            "multinomial t2 : P(a.target) shares trans\n")
+    assert spec_names(text) == ["m", "x", "y", "a", "kappa", "trans", "t2"]
+    renaming = {"m": "k", "x": "import", "y": "len", "a": "score", "kappa": "first", "trans": "t", "t2": "T_0"}
+    assert renamed(text, renaming) == (
+        "model k\nobserved import : tokens, len : tokens\nlatent score : alignment(len from import, null=yes)\n"
+        "param first = 0.1\nmultinomial t : P(score.target | score.source) smooth add(1) l2(first)\n"
+        "multinomial T_0 : P(score.target) shares t\n")
+
+
+def test_unprintable_text_stays_inside_comments():
+    """The spec's file name reaches a comment: a newline, quotes, `#`, a NUL, a line separator and
+    a lone surrogate there neither end the comment nor break the module."""
+    assert comment_text("a\nb\x00\u2028\udc80 \u00e9 '\"#") == "a\\nb\\x00\\u2028\\udc80 \u00e9 '\"#"
+    text = (ROOT / "specs" / "hmm.em").read_text(encoding="utf-8")
+    source = render(check(parse_text(text, "we\nird '''\"\"\" # \u00e9\u2028\x00\udc80.em")))
     compile(source, "hostile.py", "exec")
-    assert code_tokens(source) == code_tokens(render(check(parse_text(text, "interpolate.em"))))
+    source.encode("utf-8")  # a lone surrogate would not write
+    assert code_tokens(source) == code_tokens(render(check(parse_text(text, "hmm.em"))))
+
+
+# The names the issue saw break a fit as an observed variable's, then others a template uses.
+ISSUE_NAMES = ["k", "t", "first", "score", "import", "for", "__class__"]
+SEVERE_NAMES = ["len", "range", "theta", "meta", "counts", "token_0", "tokens_0", "size_0", "T_0", "j", "n", "ex",
+                LONG_NAME]
 
 
 def _fit_renaming(index: int, spec: Path) -> dict[str, str]:
-    """One renaming per spec for the fit, the names the issue saw break it rotated over the specs."""
-    severe = ["k", "t", "first", "score", "import", "for", "__class__", "len", "range", "theta", "meta", "counts",
-              "token_0", "size_0", "T_0", LONG_NAME]
-    names = spec_names(spec.read_text(encoding="utf-8"))
-    return {name: severe[(index * 3 + i) % len(severe)] for i, name in enumerate(names)}
+    """One renaming per spec for the fit: its observed variables take the issue's names and its
+    other names the templates', both rotated over the specs."""
+    kinds = _spec_name_tokens(spec.read_text(encoding="utf-8"))[0]
+    observed = [name for name, kind in kinds.items() if kind == "observed_item"]
+    others = [name for name in kinds if name not in observed]
+    renaming = {name: ISSUE_NAMES[(index + i) % len(ISSUE_NAMES)] for i, name in enumerate(observed)}
+    renaming |= {name: SEVERE_NAMES[(3 * index + i) % len(SEVERE_NAMES)] for i, name in enumerate(others)}
+    return renaming
 
 
 def _objective(tmp_path: Path, text: str, fixed: dict[str, Path]) -> float:
