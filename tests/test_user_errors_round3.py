@@ -334,3 +334,41 @@ def test_max_length_is_refused_where_it_does_not_apply(tmp_path, capsys):
     path.write_text("a b c\nb c a\n")
     assert main(["fit", str(ROOT / "specs" / "naive_bayes.em"), str(path), "--max-length", "5", "--quiet"]) == 1
     assert one_line_error(capsys).startswith("--max-length 5: the label structure does not leave out long examples")
+
+
+def check_error(tmp_path, capsys, text: str) -> str:
+    spec = tmp_path / "m.em"
+    spec.write_text(text)
+    assert main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+HMM_HEAD = "model m\nobserved x : tokens\nlatent z : chain(x, states=3)\n"
+
+
+def test_a_hint_never_points_at_the_name_itself(tmp_path, capsys):
+    err = check_error(tmp_path, capsys, "model m\nobserved e : tokens, f : tokens\nlatent a : alignment(f from e)\n"
+                                        "multinomial trans : P(a.target | e)\n")
+    assert "did you mean 'e'" not in err
+    assert "'e' is not an attribute of the alignment structure" in err and "'a.source', 'a.target'" in err
+
+
+def test_a_second_latent_variable_is_reported_once(tmp_path, capsys):
+    err = check_error(tmp_path, capsys, HMM_HEAD + "latent w : chain(x, states=3)\nmultinomial t : P(w | w.prev)\n"
+                                                   "multinomial e : P(x | w)\n")
+    assert err.count("error:") == 1 and "a model has exactly one latent variable" in err
+
+
+@pytest.mark.parametrize("text, expected", [
+    (HMM_HEAD + "multinomial t : P(z | z.prev2)\nmultinomial e : P(x | z)\n",
+     "chain has it with order=2: write z : chain(..., order=2)"),
+    ("model m\nobserved e : tokens, f : tokens\nlatent a : alignment(f from e)\n"
+     "multinomial trans : P(a.target | a.source)\nmultinomial jump : P(a.jump)\n",
+     "alignment has it with jump=yes: write a : alignment(..., jump=yes)"),
+    (HMM_HEAD + "multinomial t : P(z | z.prev)\nmultinomial e : P(x | z.foo)\n",
+     "a structure with other attributes can be written (docs/adding-a-structure.md)"),
+])
+def test_a_missing_attribute_names_the_argument_or_the_way_to_have_it(tmp_path, capsys, text, expected):
+    assert expected in check_error(tmp_path, capsys, text)

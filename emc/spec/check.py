@@ -308,10 +308,16 @@ class _Checker:
         steps = list(ref.steps)
         path = ref.base
         if ref.base not in attributes and not any(k.startswith(ref.base + ".") for k in attributes):
+            if ref.base in {lat.name for lat in self.spec.latents[1:]}:
+                return None  # a second latent variable: reported once where it is declared
             names = [binding.latent, *binding.observed.values()]
             hint = did_you_mean(ref.base, names + list(attributes)) or f"the model's variables are {one_of(names)}"
             if ref.base in self.params:
                 self.error(ref.pos, f"'{ref.base}' is a param (a number), not an attribute of the structure")
+            elif ref.base in names:  # declared, but this structure reads it only through its parts' attributes
+                own = [k for k in attributes if k.startswith(binding.latent + ".")]
+                self.error(ref.pos, f"'{ref.base}' is not an attribute of the {binding.structure.name} structure",
+                           f"it reads '{ref.base}' through {one_of(own)}")
             else:
                 self.error(ref.pos, f"unknown variable '{ref.base}'", hint)
             return None
@@ -323,18 +329,28 @@ class _Checker:
             options = [k for k in attributes if k.startswith(ref.base)]
             wanted = f"{path}.{bad.name}" if bad else path
             same_name = [k for k in options if k.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1] and k != wanted]
+            enabling = _enabling_argument(binding, wanted)
             hint = (f"several parts have it: write {' or '.join(same_name)}" if len(same_name) > 1 else
-                    did_you_mean(wanted, options) or f"the attributes are {one_of(options)}")
+                    f"{binding.structure.name} has it with {enabling}: write {binding.latent} : "
+                    f"{binding.structure.name}(..., {enabling})" if enabling else
+                    did_you_mean(wanted, options) or f"the attributes are {one_of(options)}; a structure with "
+                    f"other attributes can be written (docs/adding-a-structure.md)")
             self.error(bad.pos if bad else ref.pos, f"unknown attribute '{wanted}'", hint)
             return None
         attribute = attributes[path]
         views: list[tuple[str, int | None]] = []
         for step in steps:
             if attribute.tokens_of is None and not (in_features and attribute.feature_views):
+                wanted = f"{path}.{step.name}"
+                enabling = _enabling_argument(binding, wanted)
+                own = [k for k in attributes if k.startswith(binding.latent)]
                 hint = (f"views of '{path}' are features only: use them inside features(...)" if attribute.feature_views
-                        else f"'{path}' has no attributes; views apply to observed tokens")
-                self.error(step.pos, f"unknown attribute '{path}.{step.name}'", hint if attribute.feature_views
-                           else did_you_mean(f"{path}.{step.name}", attributes) or hint)
+                        else f"{binding.structure.name} has it with {enabling}: write {binding.latent} : "
+                             f"{binding.structure.name}(..., {enabling})" if enabling
+                        else did_you_mean(wanted, attributes) or
+                        f"views apply to observed tokens, and {binding.structure.name}'s attributes are {one_of(own)}; "
+                        f"a structure with other attributes can be written (docs/adding-a-structure.md)")
+                self.error(step.pos, f"unknown attribute '{wanted}'", hint)
                 return None
             if step.name == DENSE_VIEW:
                 vectors = self._vectors_file(step, path, in_features, last=step is steps[-1])
@@ -721,3 +737,29 @@ def evaluate_weight(expr: ir.Expr, values: dict[str, float]) -> float:
         where = ", ".join(f"{k}={v:g}" for k, v in values.items())
         raise EmcError(f"weight {ir.expr_text(expr)} is {value:g} at {where}; a weight must be a finite number >= 0")
     return value
+
+
+def _enabling_argument(binding: Binding, wanted: str) -> str | None:
+    """`NAME=VALUE` of the structure argument that would give the binding attribute `wanted`
+    (a.jump: jump=yes; z.prev2: order=2), or None when none does."""
+    for arg in binding.structure.args:
+        current = binding.args.get(arg.name)
+        if arg.kind == "bool":
+            values: list[Any] = [True, False]
+        elif arg.choices:
+            values = list(arg.choices)
+        elif arg.kind == "int":
+            low = int(arg.low) if arg.low is not None else 1
+            values = [*arg.listed_values, *range(low, low + 4)]
+        else:
+            continue
+        for value in values:
+            if value == current or (arg.high is not None and not isinstance(value, bool) and value > arg.high):
+                continue
+            try:
+                found = binding.structure.attributes(replace(binding, args={**binding.args, arg.name: value}))
+            except (KeyError, TypeError, ValueError):  # a structure may reject a combination of arguments
+                continue
+            if wanted in found:
+                return f"{arg.name}={'yes' if value is True else 'no' if value is False else value}"
+    return None

@@ -80,7 +80,7 @@ class DiagnosticSink:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A 'did you mean' hint for a misspelt name, or None when nothing is close."""
-    options = sorted(set(candidates))
+    options = sorted(set(candidates) - {word})  # the name itself is never the hint
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     if close:
         return f"did you mean '{close[0]}'?"
