@@ -19,11 +19,11 @@ import os
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import importlib  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import types  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -117,8 +117,10 @@ def use_old_mstep(revision: str) -> None:
 
     source = subprocess.run(["git", "show", f"{revision}:emc/priors/smoothed_l0.py"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
-    old = types.ModuleType("old_smoothed_l0")
-    exec(compile(source, f"{revision}:smoothed_l0.py", "exec"), old.__dict__)
+    folder = Path(tempfile.mkdtemp(prefix="l0_old_"))  # a real file, so that numba can cache a compiled revision
+    (folder / "old_smoothed_l0.py").write_text(source)
+    sys.path.insert(0, str(folder))
+    old = importlib.import_module("old_smoothed_l0")
 
     def maximize(self, counts, local_rows, rows, out, start=None):
         c = counts + self.smoothing if self.smoothing else counts

@@ -1,7 +1,8 @@
 """The names of the packed arrays and meta slots a model's generated code reads.
 
 Both the code generator (which turns them into constants) and the runtime (which fills them from
-the data) derive them from the checked model with these functions, so the two always agree.
+the data) read them from one CodeLayout, derived once from the checked model, so the two always
+agree and neither derives them again.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from emc.io.views import view_key
 from emc.spec.model import CheckedModel, ResolvedAttr
 
 
-def token_attributes(model: CheckedModel) -> list[ResolvedAttr]:
+def _token_attributes(model: CheckedModel) -> list[ResolvedAttr]:
     """One representative per distinct token space read by the model's factors (x, x.suffix(3))."""
     seen: dict[str, ResolvedAttr] = {}
     for factor in model.factors:
@@ -28,14 +29,7 @@ def token_array_name(attr: ResolvedAttr) -> str:
     return f"tokens:{attr.attribute.tokens_of}{view_key(attr.views)}"
 
 
-def array_names(model: CheckedModel) -> list[str]:
-    """The structure's arrays, then the token arrays in the order the factors first read them (an
-    order of positions, not of names: renaming a spec's variables leaves the generated code as is)."""
-    structural = model.codegen.arrays(model.binding)
-    return structural + [token_array_name(a) for a in token_attributes(model)]
-
-
-def table_spaces(model: CheckedModel) -> list[str]:
+def _table_spaces(model: CheckedModel) -> list[str]:
     spaces: list[str] = []
     for factor in model.tables():
         for space in factor.context_spaces + factor.outcome_spaces:
@@ -61,9 +55,9 @@ class MetaSlot:
         return f"{self.kind}:{self.name}"
 
 
-def meta_slots(model: CheckedModel) -> list[MetaSlot]:
+def _meta_slots(model: CheckedModel, spaces: tuple[str, ...]) -> list[MetaSlot]:
     """Meta slots: structure arguments, space sizes, then one slot of TABLE_META_SIZE values per table."""
-    groups = [("arg", [a.name for a in model.structure.args], 1), ("size", table_spaces(model), 1),
+    groups = [("arg", [a.name for a in model.structure.args], 1), ("size", list(spaces), 1),
               ("table", [factor.table for factor in model.tables()], TABLE_META_SIZE)]
     slots: list[MetaSlot] = []
     index = 0
@@ -74,5 +68,26 @@ def meta_slots(model: CheckedModel) -> list[MetaSlot]:
     return slots
 
 
-def meta_size(slots: list[MetaSlot]) -> int:
-    return sum(slot.width for slot in slots)
+@dataclass(frozen=True)
+class CodeLayout:
+    """Where a model's generated code finds its data, derived once from the checked model
+    (`CodeLayout.of`; emc.runtime.problem.Model keeps it beside the compiled module): the render
+    turns it into constants, the runtime packs the data and fills meta by it."""
+
+    tokens: tuple[ResolvedAttr, ...]  # one attribute per token space the factors read, first read first
+    # the structure's arrays, then the token arrays in the order the factors first read them (an
+    # order of positions, not of names: renaming a spec's variables leaves the generated code as is)
+    arrays: tuple[str, ...]
+    spaces: tuple[str, ...]  # the value spaces of the tables' axes, first use first
+    meta: tuple[MetaSlot, ...]
+
+    @staticmethod
+    def of(model: CheckedModel) -> CodeLayout:
+        tokens = tuple(_token_attributes(model))
+        spaces = tuple(_table_spaces(model))
+        arrays = tuple(model.codegen.arrays(model.binding)) + tuple(token_array_name(a) for a in tokens)
+        return CodeLayout(tokens, arrays, spaces, tuple(_meta_slots(model, spaces)))
+
+    @property
+    def meta_size(self) -> int:
+        return sum(slot.width for slot in self.meta)

@@ -24,7 +24,7 @@ from pathlib import Path
 import jinja2
 
 from emc.version import __version__
-from emc.codegen.layout import array_names, meta_size, meta_slots, table_spaces, token_array_name, token_attributes
+from emc.codegen.layout import CodeLayout, token_array_name
 from emc.spec.model import CheckedModel, Factor
 
 
@@ -87,20 +87,19 @@ def _mixed_radix(codes: list[str], sizes: list[str]) -> str:
     return expr
 
 
-def render_context(model: CheckedModel) -> dict:
+def render_context(model: CheckedModel, layout: CodeLayout) -> dict:
     descriptor = model.codegen
     binding = model.binding
     numbered: dict[str, int] = {}
-    array_const = {name: _array_const(name, numbered) for name in array_names(model)}
+    array_const = {name: _array_const(name, numbered) for name in layout.arrays}
     arrays = [(const, repr(name), comment_text(name)) for name, const in array_const.items()]
 
     meta = []
     table_const: dict[str, str] = {}
     size_const: dict[str, str] = {}
     size_local: dict[str, str] = {}
-    slots_of_meta = meta_slots(model)
     positions = {"arg": 0, "size": 0, "table": 0}
-    for slot in slots_of_meta:
+    for slot in layout.meta:
         position = positions[slot.kind]
         positions[slot.kind] += 1
         const = _meta_const(slot.kind, slot.name, position, getattr(descriptor, "ARGUMENTS_FROM_SPEC", False))
@@ -114,7 +113,7 @@ def render_context(model: CheckedModel) -> dict:
     # token_i: the id of the current token in the token space of array A_TOKENS_i, read from tokens_i
     token_number: dict[str, str] = {}
     token_arrays = []
-    for attr in token_attributes(model):
+    for attr in layout.tokens:
         array = token_array_name(attr)
         token_number[array] = array_const[array][len("A_TOKENS_"):]
         token_arrays.append((f"tokens_{token_number[array]}", array_const[array], comment_text(array)))
@@ -150,7 +149,7 @@ def render_context(model: CheckedModel) -> dict:
         ))
 
     used = " ".join(f"{r.row} {r.outcome}" for reads in slots.values() for r in reads)
-    sizes = [(size_local[s], size_const[s], comment_text(s)) for s in table_spaces(model)
+    sizes = [(size_local[s], size_const[s], comment_text(s)) for s in layout.spaces
              if re.search(rf"\b{size_local[s]}\b", used)]
     return {
         "model": comment_text(model.name),
@@ -160,7 +159,7 @@ def render_context(model: CheckedModel) -> dict:
         "args": binding.args,
         "arrays": arrays,
         "meta": meta,
-        "meta_size": meta_size(slots_of_meta),
+        "meta_size": layout.meta_size,
         "sizes": sizes,
         "token_arrays": token_arrays,
         "token_reads": token_reads,
@@ -186,10 +185,11 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def render(model: CheckedModel) -> str:
-    """The generated module's source text for a checked model."""
+def render(model: CheckedModel, layout: CodeLayout | None = None) -> str:
+    """The generated module's source text for a checked model (laid out by `layout`, the model's
+    CodeLayout when the caller keeps one; else derived here)."""
     descriptor = model.codegen
-    context = render_context(model)
+    context = render_context(model, layout or CodeLayout.of(model))
     extra_context = getattr(descriptor, "extra_context", None)  # a structure whose DP is generated too
     if extra_context is not None:
         context.update(extra_context(model.binding, context))

@@ -88,7 +88,7 @@ class DaskExecutor:
         self.problem = problem
         self.client = client
         self.threads = 1
-        self.name, self.source = module_source(problem.model.checked)
+        self.name, self.source = module_source(problem.model.checked, problem.model.code_layout)
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise EmcError("the Dask cluster has no workers")

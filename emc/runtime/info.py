@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from emc.codegen.layout import array_names
+from emc.codegen.layout import CodeLayout
 from emc.runtime.compiled import cache_dir, load_module
 from emc.spec.check import check
 from emc.spec.model import CheckedModel
@@ -15,10 +15,11 @@ from emc.spec.parse import parse_file
 def describe(spec_path: str, data: str | None, overrides: dict[str, Any], options: dict[str, Any]) -> str:
     model = check(parse_file(spec_path), overrides)
     lines = _describe_model(model)
-    module = load_module(model)
+    layout = CodeLayout.of(model)
+    module = load_module(model, layout)
     lines.append(f"generated code: module {module.__name__} in {cache_dir()} "
                  f"(`emc compile {spec_path}` writes it to generated/{model.name}.py)")
-    lines.append(f"packed arrays: {', '.join(array_names(model))}")
+    lines.append(f"packed arrays: {', '.join(layout.arrays)}")
     if data:
         lines += _describe_data(model, data, options)
     return "\n".join(lines)

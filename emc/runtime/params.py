@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from emc.codegen.abi import TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
-from emc.codegen.layout import meta_size, meta_slots
+from emc.codegen.layout import CodeLayout
 from emc.priors import Prior
 from emc.priors.normalize import CHUNK, normalize_table
 from emc.spec.model import CheckedModel
@@ -147,12 +147,11 @@ class ParamLayout:
             mask[t.entries] = True
         return mask
 
-    def meta(self, model: CheckedModel, args: dict, sizes: dict[str, int]) -> np.ndarray:
-        """The meta array the generated code reads (see emc.codegen.layout.meta_slots)."""
-        slots = meta_slots(model)
-        values = np.zeros(meta_size(slots), np.int64)
+    def meta(self, code: CodeLayout, args: dict, sizes: dict[str, int]) -> np.ndarray:
+        """The meta array the generated code reads, in the model's meta slots (`code.meta`)."""
+        values = np.zeros(code.meta_size, np.int64)
         tables = {t.name: t for t in self.tables}
-        for slot in slots:
+        for slot in code.meta:
             if slot.kind == "arg":
                 values[slot.index] = int(args[slot.name])
             elif slot.kind == "size":

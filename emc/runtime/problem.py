@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from emc.codegen.layout import token_array_name, token_attributes
+from emc.codegen.layout import CodeLayout, token_array_name
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.runtime.compiled import load_module
 from emc.runtime.params import ParamLayout
 from emc.spec.check import check, evaluate_weight
 from emc.spec.errors import DataError, EmcError
-from emc.spec.model import CheckedModel
+from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.parse import parse_file, parse_text
 from emc.structures.hooks import StructureData
 from emc.structures.registry import data_for
@@ -27,10 +27,11 @@ from emc.structures.registry import data_for
 
 @dataclass
 class Model:
-    """A checked spec with its compiled module."""
+    """A checked spec with its compiled module and the layout of its data (built once here)."""
 
     checked: CheckedModel
     module: ModuleType
+    code_layout: CodeLayout
 
     @staticmethod
     def from_file(path: str | Path, overrides: dict[str, Any] | None = None) -> "Model":
@@ -43,7 +44,8 @@ class Model:
 
     @staticmethod
     def from_checked(checked: CheckedModel) -> "Model":
-        return Model(checked, load_module(checked))
+        layout = CodeLayout.of(checked)
+        return Model(checked, load_module(checked, layout), layout)
 
     @property
     def data(self) -> StructureData:
@@ -122,17 +124,18 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     kept = corpus.nonempty()
     if len(kept) < original:
         corpus = corpus.subset(kept)
-    views = _views(checked, corpus, vocabs)
+    tokens = model.code_layout.tokens
+    views = _views(tokens, corpus, vocabs)
     if trained is None:
         args = dict(checked.binding.args)
         labels = data.named_values(checked, options, corpus) if data.named_values is not None else {}
         for arg, names in labels.items():
             args[arg] = len(names)
-        for name, ids in _vocab_ids(checked, corpus, views).items():
+        for name, ids in _vocab_ids(tokens, views).items():
             vocabs[name].count(ids)
     else:
         args, labels, vocab_sizes = trained["args"], trained["labels"], trained["vocab_sizes"]
-        _freeze(checked, corpus, views, vocab_sizes)
+        _freeze(tokens, views, vocab_sizes)
     frozen = None if trained is None else Frozen(vocab_sizes, trained.get("sparse", {}),
                                                  trained.get("growing", frozenset()))
     packed = data.pack(checked, corpus, args, labels, options, vocabs, frozen)
@@ -147,10 +150,10 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     check_fits_in_memory(layout)
     attach_features(checked, layout, vocabs)
     arrays = dict(structural)
-    for attr in token_attributes(checked):
+    for attr in tokens:
         arrays[token_array_name(attr)] = views[token_array_name(attr)]
     ints, bounds = _concatenate([arrays[name] for name in model.module.ARRAYS])
-    meta = layout.meta(checked, args, sizes)
+    meta = layout.meta(model.code_layout, args, sizes)
     problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size),
                       kept, original, dict(options))
     problem.fixed_theta = fixed_tables(problem, options)
@@ -218,10 +221,10 @@ def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str
         t.featured = build(factor.table, t.rows, factor.l2, factor.features, vocab.values[:t.outcomes], seen)
 
 
-def _views(checked: CheckedModel, corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:
+def _views(tokens: tuple[ResolvedAttr, ...], corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:
     """Token id arrays for every token space the factors read (views computed per type, once)."""
     out = {}
-    for attr in token_attributes(checked):
+    for attr in tokens:
         base = corpus.fields[attr.attribute.tokens_of]
         if attr.views:
             vocab = vocabs.setdefault(attr.space, Vocabulary())
@@ -232,12 +235,12 @@ def _views(checked: CheckedModel, corpus: Corpus, vocabs: dict[str, Vocabulary])
     return out
 
 
-def _vocab_ids(checked: CheckedModel, corpus: Corpus, views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {attr.space: views[token_array_name(attr)] for attr in token_attributes(checked)}
+def _vocab_ids(tokens: tuple[ResolvedAttr, ...], views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {attr.space: views[token_array_name(attr)] for attr in tokens}
 
 
-def _freeze(checked: CheckedModel, corpus: Corpus, views: dict[str, np.ndarray], vocab_sizes: dict[str, int]) -> None:
-    for attr in token_attributes(checked):
+def _freeze(tokens: tuple[ResolvedAttr, ...], views: dict[str, np.ndarray], vocab_sizes: dict[str, int]) -> None:
+    for attr in tokens:
         ids = views[token_array_name(attr)]
         size = vocab_sizes.get(attr.space, 0)
         views[token_array_name(attr)] = np.where(ids < size, ids, 0).astype(np.int32)
