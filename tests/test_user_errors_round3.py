@@ -372,3 +372,13 @@ def test_a_second_latent_variable_is_reported_once(tmp_path, capsys):
 ])
 def test_a_missing_attribute_names_the_argument_or_the_way_to_have_it(tmp_path, capsys, text, expected):
     assert expected in check_error(tmp_path, capsys, text)
+
+
+def test_the_log_says_what_the_objective_is_under_a_prior(tmp_path, data, capsys):
+    assert main(["fit", SPEC, str(data), "--states", "2", "--iterations", "2", "--prior", "emit=sparse(80,0.05)",
+                 "--smooth", "trans=0.1"]) == 0
+    err = capsys.readouterr().err
+    assert "emc: objective: the log-likelihood plus, up to a constant, trans (smooth add(0.1)): 0.1 * sum log p; " \
+           "emit (prior sparse(80, 0.05)): 80 * sum exp(-p / 0.05), up to 80 an entry, so the objective can be " \
+           "positive" in err
+    assert "final objective" in err and "(of the parameters after the last step)" in err

@@ -150,6 +150,29 @@ def resolve_regularizers(raw: dict[str, Prior | str], problem: Problem) -> dict[
     return out
 
 
+def objective_terms(problem: Problem, regularizers: dict[str, Prior]) -> str:
+    """What the blocks' priors add to the objective (emc.runtime.mstep.log_prior), in words: a
+    smoothed-L0 prior's term is positive, and made a fit's objective positive with no word why."""
+    from emc.runtime.mstep import table_prior
+
+    terms = []
+    for t in problem.layout.learned():
+        if t.featured is not None:
+            terms.append(f"{t.name}: minus the l2 penalty of its feature weights")
+            continue
+        prior = table_prior(t, regularizers)
+        if prior.uniform:
+            continue
+        weight = prior.smoothing + (prior.alpha - 1.0 if prior.KIND == "dirichlet" else 0.0)
+        parts = [f"{weight:g} * sum log p"] if weight else []
+        if prior.KIND == "sparse":
+            parts.append(f"{prior.alpha:g} * sum exp(-p / {prior.beta:g}), up to {prior.alpha:g} an entry, "
+                         f"so the objective can be positive")
+        if parts:
+            terms.append(f"{t.name} ({prior.describe()}): {' + '.join(parts)}")
+    return "; ".join(terms)
+
+
 class Runner:
     """An `emc fit` request being carried out. `run()` is the ordinary fit (checkpointed,
     resumable, on this machine or on Dask); a structure with its own fit mode (emc/runtime/modes/)
@@ -202,6 +225,9 @@ class Runner:
         files = ", ".join(self.job.data) or problem.corpus.path
         self.say(f"emc: {problem.n_examples} examples from {files}{skipped}; "
                  f"{problem.layout.size} parameters in {len(problem.layout.tables)} tables")
+        terms = objective_terms(problem, self.settings.regularizers)
+        if terms:
+            self.say(f"emc: objective: the log-likelihood plus, up to a constant, {terms}")
         return problem, prepared.init
 
     def say_scored(self, problem: Problem) -> None:
@@ -266,7 +292,9 @@ class Runner:
         from emc.eval import format_metrics
 
         summary = format_metrics(result.metrics)
-        self.say(f"emc: final objective {result.objective:.6g}" + (f"; {summary}" if summary else ""))
+        # each iteration's line scores the parameters that iteration began with; this, the ones it ended with
+        self.say(f"emc: final objective {result.objective:.8g} (of the parameters after the last step)"
+                 + (f"; {summary}" if summary else ""))
         if out is not None and self.already_saved(out):
             self.say(f"emc: {out} already holds this finished model: nothing to resume, nothing written")
         elif out is not None:
