@@ -382,3 +382,15 @@ def test_the_log_says_what_the_objective_is_under_a_prior(tmp_path, data, capsys
            "emit (prior sparse(80, 0.05)): 80 * sum exp(-p / 0.05), up to 80 an entry, so the objective can be " \
            "positive" in err
     assert "final objective" in err and "(of the parameters after the last step)" in err
+
+
+def test_a_spec_beyond_a_sane_size_is_refused_before_parsing(tmp_path, capsys):
+    import time
+
+    spec = tmp_path / "big.em"
+    text = (ROOT / "specs" / "hmm.em").read_text()
+    spec.write_text(text + "".join(f"multinomial b{i} : P(x | z)\n" for i in range(40000)))
+    started = time.perf_counter()
+    assert main(["check", str(spec)]) == 1
+    assert time.perf_counter() - started < 5
+    assert "the spec is 1,189,2" in one_line_error(capsys)
