@@ -82,10 +82,14 @@ def _project_step(p, direction, s, floor, out):
 @njit(cache=True, nogil=True)
 def _feasible(p, floor, scratch):
     """p moved onto {sum p = 1, p >= floor} (the diag(p) projection, a rescaling that lifts any
-    entry below the floor to it); a row of zeros becomes uniform."""
-    total = 0.0
+    entry below the floor to it); a row of zeros becomes uniform. A previous M-step's row is
+    feasible already and is left as it is."""
+    total, lowest = 0.0, np.inf
     for i in range(len(p)):
         total += max(p[i], 0.0)
+        lowest = min(lowest, p[i])
+    if lowest >= floor and abs(total - 1.0) < 1e-12:
+        return
     if not total > 0.0:
         p[:] = 1.0 / len(p)
         return

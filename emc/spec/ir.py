@@ -326,7 +326,8 @@ class RuleDecl:
     where: tuple[AttrDef, ...]
     pos: Pos
     name_pos: Pos
-    label: tuple[str, Lin, str] | None = None  # `labels x[t - 1] as k`: (observed, index, variable)
+    label: tuple[str, Lin, Lin | None, str] | None = None  # `labels x[t - 1] as k`, `labels x[i:j] as c`:
+    # (observed, index or start, end or None, variable)
     attach: tuple[Lin, Lin | None] | None = None  # `attaches d to h`: (dependent, head or None: the root)
 
 

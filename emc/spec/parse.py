@@ -254,8 +254,8 @@ class _ToIR(Transformer):
         return ("where", tuple(children))
 
     def label_clause(self, meta, children):
-        observed, index, variable = children
-        return ("labels", (str(observed), index, str(variable)))
+        observed, start, end, variable = children
+        return ("labels", (str(observed), start, end, str(variable)))
 
     def attach_clause(self, meta, children):
         dependent, head = children

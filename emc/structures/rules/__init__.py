@@ -48,7 +48,7 @@ def space_of(program: Program, rule, name: str) -> tuple[str, object]:
     static = [e for e in ends if all(v in program.defaults for v in e.names)]
     if not static:
         return POSITION, None
-    bound = min(static, key=lambda e: e.text)
+    bound = min(static, key=lambda e: (evaluate(e, program.defaults), e.text))  # the tightest
     return "rules:upto:" + bound.text, bound
 
 

@@ -40,9 +40,9 @@ def _attribute(binding: Binding, attr: ResolvedAttr, slot: str) -> tuple[Rule, s
     return rule, attr.attribute.path.rsplit(".", 1)[1]
 
 
-def _names(binding: Binding) -> Names:
+def _names(binding: Binding, tables: list[str] | None = None) -> Names:
     program = _program(binding)
-    return Names(program, {name: f"ra{k}" for k, name in enumerate(program.defaults)})
+    return Names(program, {name: f"ra{k}" for k, name in enumerate(program.defaults)}, tables or [])
 
 
 def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:
@@ -69,7 +69,8 @@ def token_expr(binding: Binding, attr: ResolvedAttr, slot: str, array: str) -> s
 def extra_context(binding: Binding, context: dict) -> dict:
     """The program's passes as code, for the template."""
     program = _program(binding)
-    names = _names(binding)
+    tables = list(dict.fromkeys(read.table for reads in context["slots"].values() for read in reads))
+    names = _names(binding, tables)
     arg_const = {label.split(":", 1)[1]: const for const, _index, label in context["meta"] if label.startswith("arg:")}
     prologue = [f"{local} = meta[{arg_const[name]}]" for name, local in names.args.items()]
     if span_attributes(program):
@@ -88,6 +89,9 @@ def extra_context(binding: Binding, context: dict) -> dict:
         "rule_item_width": 1 + max((len(i.dims) for i in program.items.values()), default=0),
         "rule_items": list(program.items),
         "rule_parts": [r.name for r in program.parts],
+        "rule_tables": tables,
+        "rule_table_locals": [line for q, table in enumerate(tables)
+                              for line in (f"rd{q} = int(derived[{q}])", f"rr{q} = meta[{table} + TABLE_ROWS]")],
     }
 
 
@@ -160,8 +164,7 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
         nest.steps = steps + nest.steps
-        term = product(nest.product)
-        lines += render_nest(nest, [f"chart[{nest.head_cell}] = plus(semiring, chart[{nest.head_cell}], {term})"], 4)
+        lines += render_nest(nest, [], 4, accumulate=(f"chart[{nest.head_cell}]", product(nest.product)))
     lines += ["    top = 0.0"]
     lines += _level_cells(names, "top = max(top, chart[cell])", 4)
     lines += ["    if top > 0.0:"]

@@ -33,6 +33,7 @@ class Names:
 
     program: Program
     args: dict[str, str]  # argument -> local
+    tables: list[str] = field(default_factory=list)  # the tables' constants, in the order prepare() writes them
 
     def item(self, name: str) -> int:
         return list(self.program.items).index(name)
@@ -162,7 +163,7 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
         steps.append(Step(f"{read.local} = {read.expr}", needs_of(read.expr), "let"))
     for q, read in enumerate(reads):
         local = f"rw{q}"
-        code = f"read(params, meta, {read.table}, {read.row}, {read.outcome})"
+        code = table_read(names, read)
         text = f"{read.row} {read.outcome}"
         tokens = {t for t in token_locals if re.search(rf"\b{re.escape(t)}\b", text)}
         steps.append(Step(f"{local} = {code}", needs_of(text) | tokens, "let"))
@@ -181,6 +182,14 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
     return nest
 
 
+def table_read(names: Names, read) -> str:
+    """A factor's weight: from the small tables prepare() wrote out (rd<q> their start in derived,
+    -1 for a large table, rr<q> their rows), else through the lazy parameter view."""
+    q = names.tables.index(read.table)
+    return (f"derived[rd{q} + ({read.outcome}) * rr{q} + {read.row}] if rd{q} >= 0 "
+            f"else read(params, meta, {read.table}, {read.row}, {read.outcome})")
+
+
 def _range_step(names: Names, rule: Rule, var: str) -> Step:
     lo, hi = rule.bounds[var]
     local = names.var(rule, var)
@@ -197,9 +206,13 @@ def _extreme(function: str, codes: list[str]) -> str:
     return out
 
 
-def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool = True) -> list[str]:
+def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool = True,
+                accumulate: tuple[str, str] | None = None) -> list[str]:
     """The nest as lines: each step at the shallowest depth where what it needs is bound, then
-    `innermost` (lines using the locals) inside all the loops."""
+    `innermost` (lines using the locals) inside all the loops. `accumulate` = (target, value):
+    innermost does target = plus(semiring, target, value), summed in a local over the innermost
+    loop when the target does not depend on that loop's variable (a register, not a store per
+    term)."""
     lines: list[str] = []
     placed: set[int] = set()
     bound: set[str] = set()
@@ -227,14 +240,23 @@ def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool =
         return pad
 
     pad = place(pad, 0)
+    closing: list[tuple[int, str]] = []
     for depth, (local, lo, hi) in enumerate(nest.loops):
+        if accumulate is not None and depth == len(nest.loops) - 1 and local not in needs_of(accumulate[0]):
+            lines.append(" " * pad + "acc = 0.0")
+            closing.append((pad, f"{accumulate[0]} = plus(semiring, {accumulate[0]}, acc)"))
+            innermost = [f"acc = plus(semiring, acc, {accumulate[1]})"]
+            accumulate = None
         lines.append(" " * pad + f"for {local} in range({lo}, {hi} + 1):")
         pad += 4
         bound.add(local)
         pad = place(pad, depth + 1)
     missing = [s.text for q, s in enumerate(nest.steps) if q not in placed]
     assert not missing, f"unplaced steps: {missing}"
+    if accumulate is not None:
+        innermost = [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, {accumulate[1]})"]
     lines.extend(" " * pad + line for line in innermost)
+    lines.extend(" " * at + line for at, line in closing)
     return lines
 
 

@@ -4,10 +4,12 @@ carries. A derivation is read through what its parts declare:
 - parts that `labels x[t] as k`: a tag per token, scored as tagging (many-to-one, one-to-one, VI);
 - parts that `attaches d to h` (or `attaches h`, to the root): a head per token, scored by
   directed and undirected attachment accuracy;
-- otherwise the spans of the parts (their head item's two positions, as CKY's span(i, j, a), or
-  their first two variables when both are positions, as a segment seg(i, j, ...)): scored as
+- otherwise the spans of the parts (those a part labels, `labels x[i:j] as c`; else their head
+  item's two positions, as CKY's span(i, j, a), or their first two variables when both are
+  positions, as a segment seg(i, j, ...)): scored as
   brackets against gold trees (PTB), as words against gold spaces (symbols), or as chunks
-  against gold B-/I-/O tags (chunk-span F1, `boundary_f1`, beside the all-singletons baseline).
+  against gold B-/I-/O tags (chunk-span F1, `boundary_f1`, beside the all-singletons baseline;
+  with labeled spans also the many-to-one accuracy of the labels against the gold chunk types).
 """
 from __future__ import annotations
 
@@ -57,6 +59,10 @@ def segments(model: CheckedModel, decoded: np.ndarray, length: int) -> list[tupl
 
 
 def _span(program: Program, rule: Rule, env: dict) -> tuple[int, int] | None:
+    if rule.label is not None and rule.label[2] is not None:  # labels x[i:j] as c
+        return evaluate(rule.label[1], env), evaluate(rule.label[2], env)
+    if any(r.label is not None and r.label[2] is not None for r in program.parts):
+        return None  # the parts that label spans are the segments
     head = program.items[rule.head.name]
     if len(head.positions) == 2:
         first, last = head.positions
@@ -71,14 +77,23 @@ def _span(program: Program, rule: Rule, env: dict) -> tuple[int, int] | None:
 
 
 def token_labels(model: CheckedModel, decoded: np.ndarray, length: int) -> np.ndarray:
-    """The label each token gets from the part that `labels` it (-1: none)."""
+    """The label each token gets from the part that `labels` it or its span (-1: none)."""
     labels = np.full(length, -1, np.int64)
     for rule, env in _firings(model, decoded, length):
         if rule.label is not None:
-            position = evaluate(rule.label[1], env)
-            if 0 <= position < length:
-                labels[position] = env[rule.label[2]]
+            _, start, end, variable = rule.label
+            first = evaluate(start, env)
+            last = evaluate(end, env) if end is not None else first + 1
+            labels[max(first, 0):min(last, length)] = env[variable]
     return labels
+
+
+def _labels_tokens(parts: list[Rule]) -> bool:
+    return any(rule.label is not None and rule.label[2] is None for rule in parts)
+
+
+def _labels_spans(parts: list[Rule]) -> bool:
+    return any(rule.label is not None and rule.label[2] is not None for rule in parts)
 
 
 def token_heads(model: CheckedModel, decoded: np.ndarray, length: int) -> list[int]:
@@ -105,7 +120,7 @@ def evaluate_derivations(corpus: Corpus, model: CheckedModel, x: str, decoded: l
         if gold is None:
             return {}
         return attachment_scores([token_heads(model, out, lengths[ex]) for ex, out in enumerate(decoded)], gold)
-    if any(rule.label is not None for rule in parts):
+    if _labels_tokens(parts):
         gold = corpus.gold.get("tags")
         if gold is None:
             return {}
@@ -120,7 +135,16 @@ def evaluate_derivations(corpus: Corpus, model: CheckedModel, x: str, decoded: l
             for i, _ in found:
                 starts[ex][i] = 1
         return segmentation_scores(np.concatenate(starts), np.concatenate(corpus.gold["words"]), field.offsets)
-    return _chunk_scores(corpus, spans)
+    scores = _chunk_scores(corpus, spans)
+    if scores and _labels_spans(parts):
+        # each token gets its segment's class, against its gold chunk's type (B-NP, I-NP: NP; O: O)
+        gold = corpus.gold["tags"]
+        kinds = np.array([tag.split("-", 1)[-1] for tag in gold.vocab.values])
+        _, kind_ids = np.unique(kinds, return_inverse=True)
+        predicted = np.concatenate([token_labels(model, out, lengths[ex]) for ex, out in enumerate(decoded)])
+        classes = tagging_scores(predicted, kind_ids[gold.ids[:len(predicted)]])
+        scores.update({f"class_{name}": value for name, value in classes.items() if name != "vi"})
+    return scores
 
 
 def _chunk_scores(corpus: Corpus, spans: list[list[tuple[int, int]]]) -> dict[str, float]:

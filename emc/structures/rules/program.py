@@ -60,7 +60,7 @@ class Rule:
     order: list[str]  # the variables, each bounded by earlier ones
     where: tuple[ir.AttrDef, ...]
     pos: ir.Pos
-    label: tuple[str, ir.Lin, str] | None = None  # the token the part tags, and the variable it tags it with
+    label: tuple[str, ir.Lin, ir.Lin | None, str] | None = None  # the tokens the part tags, and with which variable
     attach: tuple[ir.Lin, ir.Lin | None] | None = None  # the dependent's and the head's positions (None: root)
 
 
@@ -219,11 +219,12 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
             report(decl.name_pos, f"part '{name}' names an attribute twice")
             ok = False
     if decl.label is not None:
-        observed_name, index, variable = decl.label
+        observed_name, index, end, variable = decl.label
+        used = [*index.names, *(end.names if end is not None else ())]
         if observed_name not in observed or variable not in decl.params or any(
-                v not in bounds and v not in constants for v in index.names):
-            report(decl.pos, f"`labels {observed_name}[{index.text}] as {variable}`: the token must be of an observed "
-                             "variable of the structure, at an index of the part's variables, and the label one of them")
+                v not in bounds and v not in constants for v in used):
+            report(decl.pos, f"`labels {observed_name}[...] as {variable}`: the tokens must be of an observed "
+                             "variable of the structure, at indices of the part's variables, and the label one of them")
             ok = False
     if decl.attach is not None and any(v not in bounds and v not in constants
                                        for lin in decl.attach if lin is not None for v in lin.names):
