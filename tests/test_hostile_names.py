@@ -36,6 +36,11 @@ FIXED_FILES = {"interpolate": {"lm": DATA / "interpolate_lm.txt"}}  # a fixed bl
 _FIXED_NAMES = {"observed_item": 1, "latent_decl": 1, "keyword_arg": 0, "word": 0, "attr_step": 0, "call": 0,
                 "smooth_option": 0, "prior_option": 0, "named_option_arg": 0}
 _DECLARATIONS = ("model_decl", "observed_item", "latent_decl", "block_decl", "weight_decl", "param_decl")
+# A structure written as rules names its own things (roles, items, parts, variables, attributes),
+# which blocks reach as attribute steps: they stay as written, as a built-in's attribute names do.
+_RULE_TREES = {"structure_decl", "keyword_param", "observed_param", "item_decl", "index_decl", "ix_range",
+               "ix_name", "axiom_decl", "part_decl", "goal_decl", "item_ref", "for_clause", "var_range",
+               "where_clause", "token_attr", "span_attr", "numeric_attr", "label_clause", "attach_clause", "body"}
 
 
 def _parser() -> Lark:
@@ -53,6 +58,8 @@ def _spec_name_tokens(text: str) -> tuple[dict[str, str], list[Token]]:
     kinds: dict[str, str] = {}
     candidates = []
     for tree in PARSER.parse(text).iter_subtrees():
+        if tree.data in _RULE_TREES:
+            continue
         for i, child in enumerate(tree.children):
             if isinstance(child, Token) and child.type == "NAME" and _FIXED_NAMES.get(tree.data) != i:
                 candidates.append(child)
