@@ -394,3 +394,28 @@ def test_a_spec_beyond_a_sane_size_is_refused_before_parsing(tmp_path, capsys):
     assert main(["check", str(spec)]) == 1
     assert time.perf_counter() - started < 5
     assert "the spec is 1,189,2" in one_line_error(capsys)
+
+
+def test_fit_says_up_front_what_an_iteration_costs_and_which_sentence_dominates(tmp_path, capsys, monkeypatch):
+    import random
+
+    import emc.runtime.cost as cost
+
+    monkeypatch.setattr(cost, "REPORT_SECONDS", 0.0)  # a real report needs a minute's iteration
+    rng = random.Random(1)
+    lines = [" ".join(rng.choice("abcdefg") for _ in range(rng.randint(5, 12))) for _ in range(60)]
+    lines.append(" ".join(rng.choice("abcdefg") for _ in range(200)))
+    path = tmp_path / "data.txt"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(ROOT / "specs" / "dmv.em"), str(path), "--iterations", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "emc: one iteration will take about" in err and "O(n^3) per sentence" in err
+    assert "the longest sentence alone is" in err and "--max-length 12 leaves it out" in err
+
+
+def test_the_length_power_is_read_from_the_structures_cost_model():
+    from emc.runtime.cost import length_power
+
+    assert length_power("O(n^3 K^2 + n^2 K^3) per sentence of n tokens, K = 10 labels") == 3
+    assert length_power("O(n K^2) per sentence of n tokens, K = 45 states") == 1
+    assert length_power("O(m l) per pair") is None

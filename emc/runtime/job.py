@@ -23,6 +23,7 @@ from emc.io.readers import recording_reads
 from emc.priors import Prior
 from emc.priors.text import prior_from_text
 from emc.runtime.checkpoint import NAME as CHECKPOINT
+from emc.runtime.cost import say_iteration_cost
 from emc.runtime.checkpoint import (Checkpointer, corpus_change, load_checkpoint, load_corpus_identity, load_job,
                                    saved_at)
 from emc.runtime.executor import LocalExecutor
@@ -261,6 +262,11 @@ class Runner:
             self.compiled = True
             self.say(f"emc: model {problem.model.name} compiled in {self.compile_seconds + seconds:.1f}s "
                      f"(numba caches it: the next run starts at once)")
+            if isinstance(executor, LocalExecutor):
+                binding = problem.model.checked.binding
+                say_iteration_cost(executor, random_init(problem.layout, problem.fixed_theta,
+                                                         np.random.default_rng(0), 1.0),
+                                   binding.structure.cost(binding.args), self.say)
 
     def checkpointer(self, out: Path | None, options: dict[str, Any] | None = None) -> Checkpointer | None:
         """What saves a fit's state into `out` after its steps (None without a folder)."""

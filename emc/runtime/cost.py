@@ -1,0 +1,82 @@
+"""What an iteration will cost, said before the first one: one 3,000-token sentence under the DMV,
+or a PCFG over words with 45 labels, made an iteration take half an hour with no word up front.
+
+The E-step's time per sentence grows as a power of its length: the highest power of n in the
+structure's cost model (`O(n^3 K^2 + n^2 K^3) per sentence of n tokens`: 3), or where the model
+names no n, the power measured between two groups of the corpus's short sentences (lengths near L
+and 2L; short sentences understate a cubic DP's power, 2.4 for the DMV, whose overheads weigh
+there). The constant is measured on this machine on the shorter group, and the power law applied
+to every sentence's length: a sum that is small is not reported; a large one is, with the
+sentence that dominates it and the --max-length that would leave it out.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Callable
+
+import numpy as np
+
+from emc.runtime.params import ParamState
+from emc.structures.semiring import SUM
+
+REPORT_SECONDS = 60.0  # an iteration predicted to take longer is reported
+PROBE_EXAMPLES = 16  # per group
+PROBE_SECONDS = 0.05  # each group is timed, repeated, for at least this long
+POWERS = (1.0, 3.5)  # the exponent is kept within these (a chain: 1; inside-outside: 3)
+
+
+def _probe(executor, params: ParamState, examples: np.ndarray) -> float:
+    """Seconds per example of the E-step over `examples` (repeated until PROBE_SECONDS have passed)."""
+    weights = np.ones(len(examples))
+    runs, started = 0, time.perf_counter()
+    while runs == 0 or time.perf_counter() - started < PROBE_SECONDS:
+        executor.estep(params, examples, SUM, weights)
+        runs += 1
+    return (time.perf_counter() - started) / (runs * len(examples))
+
+
+def _near(lengths: np.ndarray, target: float) -> np.ndarray:
+    return np.argsort(np.abs(lengths - target), kind="stable")[:PROBE_EXAMPLES]
+
+
+def length_power(cost: str) -> float | None:
+    """The highest power of the length n in a structure's cost model (None: it names no n)."""
+    powers = [int(p) for p in re.findall(r"\bn\^(\d+)", cost)]
+    if powers:
+        return float(max(powers))
+    return 1.0 if re.search(r"\bn\b", cost) else None
+
+
+def predicted_iteration(executor, params: ParamState, power: float | None = None) -> tuple[float, float, int] | None:
+    """(seconds an iteration's E-step will take, the longest sentence's share of them, the length of
+    the next longest), or None when the corpus has too few lengths to measure the growth on."""
+    lengths = np.asarray(executor.lengths, np.float64)
+    short = float(max(4.0, min(np.median(lengths), 20.0)))
+    first, second = _near(lengths, short), _near(lengths, 2 * short)
+    l1, l2 = lengths[first].mean(), lengths[second].mean()
+    if power is None and l2 < 1.5 * l1:
+        return None
+    t1 = _probe(executor, params, first)
+    if power is None:
+        t2 = _probe(executor, params, second)
+        power = min(max(math.log(max(t2, 1e-12) / max(t1, 1e-12)) / math.log(l2 / l1), POWERS[0]), POWERS[1])
+    per_sentence = t1 * (lengths / l1) ** power
+    total = float(per_sentence.sum())
+    next_longest = int(np.sort(lengths)[-2]) if len(lengths) > 1 else 0
+    return total, float(per_sentence.max()) / total, next_longest
+
+
+def say_iteration_cost(executor, params: ParamState, cost: str, say: Callable[[str], None]) -> None:
+    """Say, when it is long, what an iteration will cost (`cost`: the structure's cost model, in
+    words), and which sentence makes it so."""
+    predicted = predicted_iteration(executor, params, length_power(cost))
+    if predicted is None or predicted[0] < REPORT_SECONDS:
+        return
+    seconds, share, next_longest = predicted
+    when = f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:.0f} s"
+    dominant = (f"; the longest sentence alone is {share:.0%} of it: --max-length {next_longest} leaves it out"
+                if share > 0.5 and next_longest else "")
+    say(f"emc: one iteration will take about {when} on this machine (its E-step: {cost}, timed here on short "
+        f"sentences){dominant}")
