@@ -1,4 +1,5 @@
-"""Every EM variant runs unchanged on every spec in specs/ (so on every structure), on tiny data:
+"""Every EM variant runs unchanged on every spec in specs/ and specs/rules/ (so on every structure,
+built in or written as rules), on tiny data:
 finite objectives, normalised learned rows, and the batch-style objective never decreases."""
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ DATA = ROOT / "tests" / "data"
 OPTIONS: dict[str, dict] = {
     "interpolate": {"fixed": {"lm": str(DATA / "interpolate_lm.txt")}},
 }
-SPECS = sorted((ROOT / "specs").glob("*.em"))
+SPECS = sorted((ROOT / "specs").glob("*.em")) + sorted((ROOT / "specs" / "rules").glob("*.em"))
 
 
 def options_for(spec):
@@ -44,7 +45,7 @@ def refused(problem, algorithm: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem if p.parent.name == "specs" else f"rules-{p.stem}")
 def test_every_algorithm_runs(tmp_path, spec):
     problem = tiny_problem(tmp_path, spec, options_for(spec))
     for algorithm in ALGORITHMS:
@@ -66,7 +67,7 @@ def test_every_algorithm_runs(tmp_path, spec):
             assert all(b >= a - 1e-9 * abs(a) for a, b in zip(values, values[1:])), algorithm
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem if p.parent.name == "specs" else f"rules-{p.stem}")
 def test_incremental_keeps_each_examples_statistics_on_every_spec(tmp_path, spec):
     """The listed and replayed passes of incremental EM (emc/runtime/online.py) against the
     textbook update over whole tables, on every structure's tables (dense and sparse, plain and
