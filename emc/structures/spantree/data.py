@@ -39,9 +39,10 @@ FORMAT_HELP = {
 }
 FIT_OPTIONS = [
     (("--max-length",), {"type": int, "default": 0, "metavar": "N",
-                         "help": "spantree: sentences longer than N symbols (after removing punctuation) are read "
-                                 "as empty: fit skips them, decode prints an empty line (WSJ10: --format ptb "
-                                 "--max-length 10); 0: no limit"}),
+                         "help": "chain, deptree, spantree: sentences longer than N tokens (trees: after removing "
+                                 "punctuation) are read as empty: fit leaves them out and says how many, decode "
+                                 "prints an empty line (WSJ10: --format ptb --max-length 10); 0: no limit; refused "
+                                 "by the structures that read other examples"}),
 ]
 DECODE_OPTIONS = FIT_OPTIONS
 
