@@ -56,19 +56,18 @@ def _project_step(p, direction, s, floor, out):
     free_sum = 0.0  # sum of a = p (1 + s direction) over the entries above the floor
     free_weight = 0.0  # sum of p over them
     for i in range(n):
-        free_sum += p[i] * (1.0 + s * direction[i])
+        out[i] = p[i] * (1.0 + s * direction[i])  # a, kept for the passes below
+        free_sum += out[i]
         free_weight += p[i]
     tau = (free_sum - 1.0) / free_weight
     while True:
         free_sum = free_weight = 0.0
         at_floor = 0
         for i in range(n):
-            a = p[i] * (1.0 + s * direction[i])
-            if a - tau * p[i] > floor:
-                free_sum += a
-                free_weight += p[i]
-            else:
-                at_floor += 1
+            free = out[i] - tau * p[i] > floor  # a select, not a branch: the test is unpredictable
+            free_sum += out[i] if free else 0.0
+            free_weight += p[i] if free else 0.0
+            at_floor += 0 if free else 1
         if free_weight <= 0.0:
             break  # rounding left no entry above the floor (an overflowing step): the caller rejects it
         new_tau = (free_sum + at_floor * floor - 1.0) / free_weight
@@ -76,7 +75,7 @@ def _project_step(p, direction, s, floor, out):
             break
         tau = new_tau
     for i in range(n):
-        out[i] = max(p[i] * (1.0 + s * direction[i] - tau), floor)
+        out[i] = max(out[i] - tau * p[i], floor)
     return tau
 
 
