@@ -156,8 +156,6 @@ def speed(args) -> None:
 
 def shares(args) -> None:
     """Each non-trivial M-step's share of a batch iteration (VB: its variational update)."""
-    from emc.runtime.problem import Model, bind  # noqa: F401 (loaded before timing)
-
     cases = [("Dirichlet MAP on emit (dirichlet(1.1))", "emit", "prior dirichlet(1.1)", {}),
              ("VB (--vb-alpha 0.1)", None, "", {"algorithm": "vb"}),
              ("smoothed-L0 on trans", "trans", PRIOR, {}),
@@ -189,7 +187,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.old:
         use_old_mstep(args.old)
-    shares(args) if args.shares else speed(args)
+    if args.shares:
+        shares(args)
+    else:
+        speed(args)
 
 
 if __name__ == "__main__":
