@@ -7,7 +7,7 @@ Warm start: each row starts from the previous parameters (those the E-step used)
 only has to follow the optimum as the counts move, and a few steps a row do (STEPS; a narrow row,
 such as a tag's transitions, runs to convergence). A step is taken only when it raises f, so a row
 never scores below where it started: MAP-EM is then monotone (a generalised EM). An M-step that
-ignores the previous parameters (starting from the normalised counts, as the paper's does, or the
+ignores the previous parameters (starting from the normalised counts, as in the paper, or the
 per-row global search this module replaced) can end on a lower local maximum than the previous
 M-step's, and the objective falls: by up to 5.45 nats an iteration with the replaced search, over
 100 iterations of the tag-dictionary setting (bench/README.md).
