@@ -419,3 +419,9 @@ def test_the_length_power_is_read_from_the_structures_cost_model():
     assert length_power("O(n^3 K^2 + n^2 K^3) per sentence of n tokens, K = 10 labels") == 3
     assert length_power("O(n K^2) per sentence of n tokens, K = 45 states") == 1
     assert length_power("O(m l) per pair") is None
+
+
+def test_info_with_data_says_what_an_iteration_costs(tmp_path, data, capsys):
+    assert main(["info", SPEC, str(data), "--states", "2"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("  one iteration's E-step: about ") and "s on this machine (O(n K^2) per sentence" in last

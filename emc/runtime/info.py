@@ -66,7 +66,27 @@ def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, An
         lines.append(f"  table {t.name} ({t.kind}): {t.rows} rows x {t.outcomes} outcomes = {t.size} entries, {mib:.1f} MiB")
     lines.append(f"  parameters: {total} entries ({total * 8 / 2**20:.1f} MiB; expected counts need one such "
                  f"buffer per thread); packed data {problem.ints.nbytes / 2**20:.1f} MiB")
-    return lines
+    return lines + _iteration_cost(model_checked, problem)
+
+
+def _iteration_cost(model: CheckedModel, problem) -> list[str]:
+    """What one E-step over the data costs on this machine (emc/runtime/cost.py: the structure's
+    cost model, its constant timed here on short sentences)."""
+    from emc.runtime.cost import length_power, predicted_iteration
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.params import random_init
+
+    executor = LocalExecutor(problem)
+    params = random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0)
+    executor.warm_up(params)
+    cost = model.binding.structure.cost(model.binding.args)
+    predicted = predicted_iteration(executor, params, length_power(cost))
+    if predicted is None:
+        return []
+    seconds, share, next_longest = predicted
+    dominant = (f"; the longest sentence alone is {share:.0%} of it (--max-length {next_longest} leaves it out)"
+                if share > 0.5 and next_longest else "")
+    return [f"  one iteration's E-step: about {seconds:.3g} s on this machine ({cost}){dominant}"]
 
 
 def describe_run(run: str, top: int = 8) -> str:
