@@ -411,6 +411,9 @@ def _progress_line(record: dict) -> None:
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
     metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
+    if "constraints" in record:  # posterior regularization (emc/runtime/constraints.py)
+        from emc.runtime.constraints import projection_text
+        metrics = f"{metrics}  {projection_text(record)}"
     _note(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "
           f"{'      -' if change is None else f'{change:+.2e}'}  {metrics}  {record['seconds']:.2f}s  "
           f"{record['examples_per_second']:.0f} ex/s")

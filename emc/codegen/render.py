@@ -145,7 +145,8 @@ def render_context(model: CheckedModel, layout: CodeLayout) -> dict:
             table=table_const[factor.table],
             row=_mixed_radix([codes[a.text] for a in factor.context], [size_local[s] for s in factor.context_spaces]),
             outcome=_mixed_radix([codes[a.text] for a in factor.outcome], [size_local[s] for s in factor.outcome_spaces]),
-            learned=factor.kind == "learned",
+            # a constraint's counts are the expectations its projection needs (never normalised)
+            learned=factor.kind in ("learned", "constraint"),
         ))
 
     used = " ".join(f"{r.row} {r.outcome}" for reads in slots.values() for r in reads)
@@ -170,7 +171,7 @@ def render_context(model: CheckedModel, layout: CodeLayout) -> dict:
 
 
 def _comment(factor: Factor) -> str:
-    kind = {"learned": "", "fixed": " (fixed)", "weight": " (fixed weight)"}[factor.kind]
+    kind = {"learned": "", "fixed": " (fixed)", "weight": " (fixed weight)", "constraint": " (constraint)"}[factor.kind]
     return comment_text(f"{factor.name}: {factor.signature}{kind}")
 
 

@@ -1,6 +1,7 @@
 """`emc info`: what the compiler derived from a spec, in words (and, with data, in sizes)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,7 @@ def describe_run(run: str, top: int = 8) -> str:
     layout = ParamLayout.build(checked, {**saved.info["vocab_sizes"], **data.space_sizes(checked, args)}, saved.sparse)
     if data.summary is not None:
         lines += [f"parameters of {run}:"] + data.summary(checked, layout, saved.vocabs, args, saved.theta)
+    lines += _projections(run)
     for factor in checked.tables():
         if not factor.features:
             continue
@@ -127,6 +129,22 @@ def describe_run(run: str, top: int = 8) -> str:
                               for i, n in _heaviest_alike(weights[:, r], block.merged_columns, top))
             lines.append(f"  row {r}: {cells}")
     return "\n".join(lines)
+
+
+def _projections(run: str) -> list[str]:
+    """What posterior regularization did in the fit, from its log (nothing without constraints)."""
+    import json
+
+    from emc.runtime.constraints import projection_lines
+
+    log = Path(run) / "log.jsonl"
+    if not log.is_file():
+        return []
+    try:
+        history = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return [f"{log}: not readable as JSON lines"]
+    return projection_lines(history)
 
 
 def _heaviest_alike(weights: np.ndarray, merged: np.ndarray, top: int) -> list[tuple[int, int]]:

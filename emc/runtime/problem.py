@@ -276,6 +276,8 @@ def fixed_tables(problem: Problem, options: dict[str, Any]) -> np.ndarray:
             theta[table.entries] = values
         elif factor.kind == "fixed":
             theta[table.entries] = _read_fixed(problem, factor, options)
+        elif factor.kind == "constraint":
+            theta[table.entries] = 1.0  # no shift: the projection sets exp(-lambda * feature) in its E-steps
     return theta
 
 

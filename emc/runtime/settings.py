@@ -76,6 +76,12 @@ class FitSettings:
         None, "featured blocks: at most N iterations of the gradient M-step's optimiser per M-step (default: 2 "
         "L-BFGS iterations per row, a pair table's 3 turns); a partial M-step is still a GEM step, and fewer "
         "iterations cost less (docs/writing-models.md measures both ways)", metavar="N")
+    # posterior regularization (emc/runtime/constraints.py)
+    constraints: str = _setting("on", "the spec's constraints on the posterior: on (each E-step's posterior is "
+                                "projected onto them; batch-style algorithms but hard and stochastic) or off "
+                                "(plain EM, for comparison)", choices=("on", "off"))
+    constraint_esteps: int = _setting(20, "constraints: at most N E-steps per iteration to project the posterior "
+                                      "(each one evaluation of the dual)", metavar="N")
     restarts: int = _setting(1, "run from this many seeds (seed, seed+1, ...) and keep the best training objective")
     samples: int = _setting(10, "posterior samples per example per iteration", "stochastic")
     samples_growth: float = _setting(1.0, "multiply the samples by G each iteration (1: fixed)", "stochastic",
@@ -146,7 +152,7 @@ def _cores() -> int:
 def _bad_number(s: FitSettings) -> str | None:
     """The first setting outside the range every algorithm needs, as a message."""
     at_least = [("iterations", 0), ("passes", 0), ("seed", 0), ("eval_every", 0), ("restarts", 1), ("batch_size", 1),
-                ("block_size", 1), ("samples", 1)]
+                ("block_size", 1), ("samples", 1), ("constraint_esteps", 1)]
     for name, low in at_least:
         value = getattr(s, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:

@@ -177,6 +177,23 @@ class Weight:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """`constraint NAME : E[attrs in "FILE"] >= BOUND`: over the whole corpus, the expected share of
+    the parts (of the slot the attributes belong to) whose values are a line of FILE is at least
+    (`>=`) or at most (`<=`) BOUND (posterior regularization, emc/runtime/constraints.py)."""
+
+    name: str
+    attrs: tuple[AttrRef, ...]
+    path: str
+    op: str  # ">=" | "<="
+    bound: float
+    pos: Pos
+    name_pos: Pos
+    path_pos: Pos
+    bound_pos: Pos
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     value: float
@@ -202,6 +219,7 @@ class Spec:
     blocks: list[Block] = field(default_factory=list)
     weights: list[Weight] = field(default_factory=list)
     params: list[Param] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
     structures: list["StructureDecl"] = field(default_factory=list)
 
     @property

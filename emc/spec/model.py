@@ -47,6 +47,17 @@ class PairFeature:
     n: int | None = None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A constraint's bound (`constraint NAME : E[attrs in "FILE"] >= 0.8`): the listed values'
+    file (absolute path), `>=` or `<=`, and the share the parts with listed values must reach."""
+
+    path: str
+    op: str
+    value: float
+    written_path: str  # the file as the spec names it (for messages and `emc info`)
+
+
 @dataclass
 class Factor:
     """One multiplicative factor of a part's score: a learned or fixed block, or a fixed weight.
@@ -56,7 +67,7 @@ class Factor:
     """
 
     name: str
-    kind: str  # "learned" | "fixed" | "weight"
+    kind: str  # "learned" | "fixed" | "weight" | "constraint"
     table: str
     slot: str
     outcome: tuple[ResolvedAttr, ...]
@@ -73,12 +84,17 @@ class Factor:
     l2: float = 0.0
     # pair features of a block over word pairs (`pair.same`, ...), each one weight shared by all rows
     pair_features: tuple[PairFeature, ...] = ()
+    # a constraint on the posterior (kind "constraint"): its table holds exp(-lambda * feature) of
+    # each value combination during the projection's E-steps, 1 otherwise (emc/runtime/constraints.py)
+    bound: Bound | None = None
 
     @property
     def signature(self) -> str:
         out = ", ".join(a.text for a in self.outcome)
         if self.kind == "weight":
             return ir.expr_text(self.expr)
+        if self.bound is not None:
+            return f'E[{out} in "{self.bound.written_path}"] {self.bound.op} {self.bound.value:g}'
         return f"P({out} | {', '.join(a.text for a in self.context)})" if self.context else f"P({out})"
 
 

@@ -17,7 +17,7 @@ _TERMINAL_WORDS = {
     "NAME": "a name", "NUMBER": "a number", "SIGNED_NUMBER": "a number", "STRING": 'a "string"',
     "BAR": "'|'", "COLON": "':'", "COMMA": "','", "DOT": "'.'", "LPAR": "'('", "RPAR": "')'",
     "EQUAL": "'='", "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'",
-    "CIRCUMFLEX": "'^'", "$END": "the end of the file",
+    "CIRCUMFLEX": "'^'", "BOUND_OP": "'>=' or '<='", "$END": "the end of the file",
 }
 
 
@@ -177,6 +177,11 @@ class _ToIR(Transformer):
         name, value = children
         return ir.Param(str(name), value.value, _pos(meta), _tok_pos(name))
 
+    def constraint_decl(self, meta, children):
+        name, attrs, path, op, bound = children
+        return ir.Constraint(str(name), attrs, str(path)[1:-1], str(op), bound.value, _pos(meta), _tok_pos(name),
+                             _tok_pos(path), bound.pos)
+
 
     # structures written as rules ---------------------------------------------------------------
     def ix_name(self, meta, children):
@@ -323,6 +328,8 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.weights.append(stmt)
         elif isinstance(stmt, ir.Param):
             spec.params.append(stmt)
+        elif isinstance(stmt, ir.Constraint):
+            spec.constraints.append(stmt)
         elif isinstance(stmt, ir.StructureDecl):
             spec.structures.append(stmt)
         elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):

@@ -20,6 +20,7 @@ from emc.spec.errors import EmcError
 
 
 class Annealed(Variant):
+    projects = True
     name = "annealed"
     paper = "Smith & Eisner 2004 (deterministic annealing)"
     converges = False  # the objective moves with beta; the variant judges convergence itself
@@ -38,7 +39,7 @@ class Annealed(Variant):
         annealed = ParamState.plain(self.scored_weights(state, beta), self.problem.layout)
         result, objective = self.full_estep(annealed)
         state.params = self.mstep(result.counts, state.params)
-        record = {"iteration": state.step + 1, "objective": objective, "beta": beta}
+        record = {"iteration": state.step + 1, "objective": objective, "beta": beta, **self.constraint_record()}
         previous = state.extra["stage_objective"]
         state.extra["stage_iterations"] += 1
         state.extra["stage_objective"] = objective

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.constraints import Projection
 from emc.runtime.executor import EStepResult, LocalExecutor
 from emc.runtime.state import FitState, Objective, example_weights
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
-from emc.runtime.settings import FitSettings
+from emc.runtime.settings import ONLINE, FitSettings
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -28,6 +29,8 @@ class Variant:
     weighs_start = False  # the start counts as statistics (online_state.statistics_state): see init_noise
     # why the variant cannot fit featured blocks (emc/runtime/features.py), or None when it can
     refuses_features: str | None = None
+    # whether each full E-step's posterior is projected onto the spec's constraints (emc/runtime/constraints.py)
+    projects = False
 
     def __init__(self, problem: Problem, executor: LocalExecutor, settings: FitSettings):
         # progress(done, total) inside a long pass (online variants report it per slice)
@@ -45,10 +48,29 @@ class Variant:
         if settings.mstep_iterations is not None and settings.mstep_iterations < 1:
             raise EmcError(f"--mstep-iterations {settings.mstep_iterations}: a featured block's M-step needs at least "
                            "one iteration of its optimiser")
+        self.projection = self._projection(problem, settings)
         overridden = sorted(set(featured) & set(settings.regularizers))
         if overridden:
             raise EmcError(f"--smooth/--prior {overridden[0]}: a featured block is regularised by its l2(kappa) "
                            "in the spec, not by smoothing or a prior")
+
+    def _projection(self, problem: Problem, settings: FitSettings) -> Projection | None:
+        """The projection onto the spec's constraints, or None (none, or --constraints off)."""
+        constrained = [f.name for f in problem.model.checked.factors if f.kind == "constraint"]
+        if constrained and self.name in ONLINE:  # their updates would treat the constraint's table as learned
+            raise EmcError(f"--algorithm {self.name} cannot fit a spec with constraints ({', '.join(constrained)}), "
+                           f"even with --constraints off: fit it with batch, annealed, skewed or vb, or fit the "
+                           f"spec without its constraint statements")
+        if not constrained or settings.constraints == "off":
+            return None
+        if not self.projects:
+            raise EmcError(f"--algorithm {self.name} does not project posteriors onto the spec's constraints "
+                           f"({', '.join(constrained)}): use batch, annealed, skewed or vb, or --constraints off")
+        return Projection(problem, settings.constraint_esteps)
+
+    def constraint_record(self) -> dict:
+        """What the latest projection did, for the iteration's record (nothing without constraints)."""
+        return dict(self.projection.last) if self.projection is not None else {}
 
     def start(self, state: FitState) -> None:
         pass
@@ -58,8 +80,14 @@ class Variant:
 
     def full_estep(self, params: ParamState, semiring: int = SUM, examples: np.ndarray | None = None) -> tuple[EStepResult, float]:
         examples = self.all if examples is None else examples
-        result = self.executor.estep(params, examples, semiring, self.weights[examples])
-        return result, self.objective(params, examples, result.log_z, self.weights[examples])
+
+        def run(current: ParamState) -> tuple[EStepResult, float]:
+            result = self.executor.estep(current, examples, semiring, self.weights[examples])
+            return result, self.objective(current, examples, result.log_z, self.weights[examples])
+
+        if self.projection is not None and semiring == SUM:
+            return self.projection.estep(params, run)
+        return run(params)
 
     def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:
         """The M-step; it consumes `counts` (an E-step's, used once) for the new parameters."""

@@ -7,10 +7,11 @@ from emc.runtime.variants.base import Variant
 
 
 class Batch(Variant):
+    projects = True
     name = "batch"
     paper = "Dempster, Laird & Rubin 1977"
 
     def step(self, state: FitState) -> dict:
         result, objective = self.full_estep(state.params)
         state.params = self.mstep(result.counts, state.params)
-        return {"iteration": state.step + 1, "objective": objective}
+        return {"iteration": state.step + 1, "objective": objective, **self.constraint_record()}

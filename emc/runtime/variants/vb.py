@@ -18,6 +18,7 @@ from emc.runtime.variants.base import Variant
 
 
 class VariationalBayes(Variant):
+    projects = True
     name = "vb"
     paper = "Beal 2003; Johnson 2007"
     refuses_features = ("variational Bayes needs a Dirichlet posterior per row, and a log-linear row has "
@@ -41,7 +42,7 @@ class VariationalBayes(Variant):
         weights, kl = self.variational_weights(result.counts, state.extra["alpha"], state.params)
         state.params = weights
         state.extra["kl"] = kl
-        return {"iteration": state.step + 1, "objective": objective}
+        return {"iteration": state.step + 1, "objective": objective, **self.constraint_record()}
 
     def variational_weights(self, counts: np.ndarray, alpha: np.ndarray, previous: ParamState) -> tuple[ParamState, float]:
         layout = self.problem.layout
