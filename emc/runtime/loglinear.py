@@ -28,6 +28,8 @@ its row's objective: the M-step never lowers the objective it maximises (a gener
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit, prange
 
@@ -462,7 +464,7 @@ def pool_size(max_iterations: int, memory: int) -> int:
     return max(1, min(2 * memory + 2, 2 * max_iterations - 1))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residuals, direction,
              max_iterations, memory, gtol, ftol):
     """Improve every row's weights (features x rows, in place) by at most `max_iterations`
@@ -488,9 +490,12 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
 
     scores_and_log_z(rows, weights, scores, log_z)
     top, weighted = move_scores(scores, scores, zero_steps, log_z, counts, totals, inverse_scale, residuals)
-    gradient = 0
+    # np.int64, never a literal: a literal argument compiles its callee once more (Literal[int](0)
+    # beside int64), seconds of a cold start each
+    none = np.int64(-1)
+    gradient = np.int64(0)
     in_use[gradient] = True
-    dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, -1, zero_steps, gradient, no_slots, -1)
+    dots = gradient_pass(columns, residuals, kappa_scaled, weights, pool, none, zero_steps, gradient, no_slots, none)
     squared_norm, largest, _, _ = _enter_gradient(gram, weight_dots, dots, no_slots, gradient)
     value = (totals * log_z - weighted + 0.5 * kappa * squared_norm) * inverse_scale
     done = largest <= gtol
@@ -715,14 +720,24 @@ def _release(in_use, slots, order, n_pairs, pair_slots, gradient, direction_slot
             in_use[s] = False
 
 
-@njit(cache=True, parallel=True)
-def maximize_blocks(rows, columns, counts, kappa, weights, scores, log_z, pool, residuals, direction,
-                    max_iterations, memory, gtol, ftol):
+def maximize_blocks(rows: tuple, columns: tuple, counts: np.ndarray, kappa: float, weights: np.ndarray,
+                    scores: np.ndarray, log_z: np.ndarray, pool: np.ndarray, residuals: np.ndarray,
+                    direction: np.ndarray, max_iterations: int, memory: int, gtol: float, ftol: float) -> None:
     """maximize on each block of rows (the leading axis of every array but rows and columns), the
-    blocks in parallel: the rows are independent problems, so threads share nothing."""
-    for b in prange(weights.shape[0]):
-        maximize(rows, columns, counts[b], kappa, weights[b], scores[b], log_z[b], pool[b],
-                 residuals[b], direction[b], max_iterations, memory, gtol, ftol)
+    blocks in parallel, each on a thread of its own (maximize releases the GIL): the rows are
+    independent problems, so threads share nothing. Not a numba prange loop: that parallel loop
+    compiled for longer than everything it calls (numba links maximize and its callees into it and
+    optimises them again: 30 of the 70 s of specs/hmm_features.em's cold start)."""
+    def one(b: int) -> None:
+        maximize(rows, columns, counts[b], kappa, weights[b], scores[b], log_z[b], pool[b], residuals[b],
+                 direction[b], max_iterations, memory, gtol, ftol)
+
+    blocks = weights.shape[0]
+    if blocks == 1:
+        one(0)
+        return
+    with ThreadPoolExecutor(blocks) as threads:
+        list(threads.map(one, range(blocks)))  # list(): a block's error is raised here
 
 
 @njit(cache=True)
@@ -790,6 +805,7 @@ def objective(rows, columns, counts, kappa, weights, gradient):
     # with scale -1 the residuals are counts - N P, the ascent direction's
     _, weighted = move_scores(scores, scores, np.zeros(n_rows), log_z, counts, totals, -np.ones(n_rows), residuals)
     pool = gradient.reshape((1,) + gradient.shape)
-    dots = gradient_pass(columns, residuals, -kappa * np.ones(n_rows), weights, pool, -1, np.zeros(n_rows), 0,
-                         np.empty(0, np.int64), -1)
+    none = np.int64(-1)  # not literals: see maximize
+    dots = gradient_pass(columns, residuals, -kappa * np.ones(n_rows), weights, pool, none, np.zeros(n_rows),
+                         np.int64(0), np.empty(0, np.int64), none)
     return (weighted - totals * log_z).sum() - 0.5 * kappa * dots[2].sum()
