@@ -31,7 +31,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 ARMIJO = 1e-4          # sufficient decrease: f(x + a d) <= f(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the row keeps its point and stops
