@@ -48,7 +48,7 @@ T_1 = 11  # table:jump
 def prepare(meta, params):
     """The jump-slot score of every jump bucket d (none with jump=no): it does not depend on the
     example."""
-    n = dp.jump_buckets(meta[M_MAXJUMP], meta[M_NULL]) if meta[M_JUMP] != 0 else 0
+    n = dp.jump_buckets(meta[M_MAXJUMP], meta[M_NULL])
     derived = np.empty(n)
     for d in range(n):
         score = 1.0
@@ -86,11 +86,11 @@ def _link_scores(ex, ints, layout, meta, params, flat):
     return scores
 
 
+# Only the DP of the spec's jump argument is generated (its value is in meta too, for the ABI): a
+# branch on meta[M_JUMP] compiled both, and the chain DP was half of IBM Model 1's cold start.
 @njit(cache=True)
 def _posterior(semiring, scores, meta, derived, posterior, jumps):
-    if meta[M_JUMP] != 0:
-        return dp.chain(semiring, scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
-    return dp.independent(semiring, scores, meta[M_NULL], posterior)
+    return dp.chain(semiring, scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
 
 
 @njit(cache=True)
@@ -137,18 +137,14 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best alignment: out[j] = the source position target word j links to, -1 for NULL."""
     scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    if meta[M_JUMP] != 0:
-        return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
-    return dp.independent_best(scores, meta[M_NULL], out)
+    return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
 
 
 @njit(cache=True)
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """An alignment drawn from the posterior (the caller seeds the generator), as decode_example."""
     scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    if meta[M_JUMP] != 0:
-        return dp.chain_sample(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
-    return dp.independent_sample(scores, meta[M_NULL], out)
+    return dp.chain_sample(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
 
 
 @njit(cache=True)

@@ -45,7 +45,7 @@ T_0 = 5  # table:trans
 def prepare(meta, params):
     """The jump-slot score of every jump bucket d (none with jump=no): it does not depend on the
     example."""
-    n = dp.jump_buckets(meta[M_MAXJUMP], meta[M_NULL]) if meta[M_JUMP] != 0 else 0
+    n = 0
     derived = np.empty(n)
     for d in range(n):
         score = 1.0
@@ -82,10 +82,10 @@ def _link_scores(ex, ints, layout, meta, params, flat):
     return scores
 
 
+# Only the DP of the spec's jump argument is generated (its value is in meta too, for the ABI): a
+# branch on meta[M_JUMP] compiled both, and the chain DP was half of IBM Model 1's cold start.
 @njit(cache=True)
 def _posterior(semiring, scores, meta, derived, posterior, jumps):
-    if meta[M_JUMP] != 0:
-        return dp.chain(semiring, scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
     return dp.independent(semiring, scores, meta[M_NULL], posterior)
 
 
@@ -127,8 +127,6 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best alignment: out[j] = the source position target word j links to, -1 for NULL."""
     scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    if meta[M_JUMP] != 0:
-        return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
     return dp.independent_best(scores, meta[M_NULL], out)
 
 
@@ -136,8 +134,6 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """An alignment drawn from the posterior (the caller seeds the generator), as decode_example."""
     scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    if meta[M_JUMP] != 0:
-        return dp.chain_sample(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
     return dp.independent_sample(scores, meta[M_NULL], out)
 
 
