@@ -318,5 +318,7 @@ def harmonic_counts(n):
     tree_root = np.zeros(n)
     tree_arcs = np.zeros((n, n))
     stops = np.zeros((n, 2, 2, 2))
-    marginals(SUM, root, attach, stop, n, tree_root, tree_arcs, stops)
+    # np.int64: the literal SUM compiled marginals and inside a second time (Literal[int](0) beside the
+    # E-step's int64), a sixth of the DMV's cold start
+    marginals(np.int64(SUM), root, attach, stop, n, tree_root, tree_arcs, stops)
     return root_m, arcs, stops

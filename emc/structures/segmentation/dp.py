@@ -278,7 +278,8 @@ def viterbi(seg, starts):
     n, L = seg.shape
     alpha = np.empty(n + 1)
     inv_scale = np.empty(n + 1)
-    log_z, space, scores = _run_forward(MAX, seg, alpha, inv_scale)
+    # np.int64, as the E-step passes it: a literal compiles _run_forward once more
+    log_z, space, scores = _run_forward(np.int64(MAX), seg, alpha, inv_scale)
     if not log_z > NEG_INF:
         starts[:] = 0
         return log_z
@@ -293,7 +294,8 @@ def sample(seg, starts):
     n, L = seg.shape
     alpha = np.empty(n + 1)
     inv_scale = np.empty(n + 1)
-    log_z, space, scores = _run_forward(SUM, seg, alpha, inv_scale)
+    # np.int64, as the E-step passes it: a literal compiles _run_forward once more
+    log_z, space, scores = _run_forward(np.int64(SUM), seg, alpha, inv_scale)
     if not log_z > NEG_INF:
         starts[:] = 0
         return log_z
