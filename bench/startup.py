@@ -1,0 +1,94 @@
+"""Start-up of `emc fit --iterations 1` for every reference spec (specs/*.em and specs/rules/*.em):
+wall seconds from a cold cache (empty numba and emc caches: every function compiled) and warm
+(the second run, loading what the first compiled), one line per spec: `SPEC cold S warm S`.
+
+Each spec runs on its structure's tiny data (tests/helpers.py TINY, the sizes the spec declares),
+so the time is the start-up: parsing, compiling or loading, reading, one iteration, saving. The
+load average before and after is printed: numbers taken while the machine runs other work are
+inflated. Run from the repository: `python bench/startup.py [--specs hmm dmv] [--threads 1]`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers import TINY  # noqa: E402  (the tests' tiny data per structure)
+
+from emc.spec.check import check  # noqa: E402
+from emc.spec.parse import parse_file  # noqa: E402
+
+SPECS = sorted((ROOT / "specs").glob("*.em")) + sorted((ROOT / "specs" / "rules").glob("*.em"))
+# the files of a spec's fixed blocks, by spec name
+FIXED = {"interpolate": ["--fixed", f"lm={ROOT / 'tests' / 'data' / 'interpolate_lm.txt'}"]}
+
+
+def spec_name(spec: Path) -> str:
+    return spec.relative_to(ROOT / "specs").as_posix()
+
+
+def tiny_lines(spec: Path) -> list[str]:
+    """The spec's structure's tiny data (as tests/helpers.py tiny_problem picks it)."""
+    checked = check(parse_file(spec))
+    structure = checked.structure.name
+    if getattr(checked.structure, "program", None) is not None:  # written as rules
+        kind = checked.observed[next(iter(checked.binding.observed.values()))]
+        return TINY["segmentation" if kind == "symbols" else "chain"]
+    fields = len(checked.binding.observed)
+    if structure == "label" and fields > 1:
+        return [" ||| ".join(line.split(" ||| ")[:fields]) for line in TINY["tuples"]]
+    return TINY[structure]
+
+
+def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | None) -> float:
+    command = [sys.executable, "-m", "emc.cli", "fit", str(spec), str(data), "--iterations", "1", "--quiet",
+               "--out", str(out), "--overwrite", *FIXED.get(spec.stem, [])]
+    if threads:
+        command += ["--threads", str(threads)]
+    t0 = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(f"{spec_name(spec)}: emc fit failed: {done.stderr.strip().splitlines()[-1:]}")
+    return seconds
+
+
+def startup(spec: Path, threads: int | None) -> tuple[float, float]:
+    """(cold, warm) wall seconds of `emc fit SPEC DATA --iterations 1` on tiny data."""
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(scratch / "numba"), EMC_CACHE_DIR=str(scratch / "emc"))
+        data = scratch / "data.txt"
+        data.write_text("".join(line + "\n" for line in tiny_lines(spec)), encoding="utf-8")
+        cold = fit_seconds(spec, data, scratch / "run", env, threads)
+        warm = fit_seconds(spec, data, scratch / "run", env, threads)
+    return cold, warm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--specs", nargs="*", help="spec names (e.g. hmm rules/chain); default: all")
+    parser.add_argument("--threads", type=int, help="numba threads (default: all cores)")
+    args = parser.parse_args()
+    specs = [s for s in SPECS if not args.specs or spec_name(s).removesuffix(".em") in args.specs
+             or s.stem in args.specs]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores "
+          f"(numbers taken while other work runs are inflated)", flush=True)
+    worst = 0.0
+    for spec in specs:
+        cold, warm = startup(spec, args.threads)
+        worst = max(worst, cold)
+        print(f"{spec_name(spec)} cold {cold:.1f} warm {warm:.1f}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; slowest cold start {worst:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
