@@ -522,6 +522,10 @@ def _demo_parser(sub) -> None:
 def cmd_demo(args) -> int:
     from emc.runtime.demo import run_demo
 
+    for flag, value, low in (("--examples", args.examples, 1), ("--iterations", args.iterations, 0),
+                             ("--seed", args.seed, 0)):
+        if value < low:
+            raise EmcError(f"emc demo {flag} {value}: give a whole number of at least {low}")
     return run_demo(args.examples, args.states, args.iterations, args.seed, Path(args.out))
 
 

@@ -425,3 +425,10 @@ def test_info_with_data_says_what_an_iteration_costs(tmp_path, data, capsys):
     assert main(["info", SPEC, str(data), "--states", "2"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("  one iteration's E-step: about ") and "s on this machine (O(n K^2) per sentence" in last
+
+
+@pytest.mark.parametrize("setting", [["--seed", "-1"], ["--examples", "-5"], ["--iterations", "-1"]])
+def test_demo_refuses_counts_it_cannot_run_with(tmp_path, capsys, setting):
+    assert main(["demo", *setting, "--out", str(tmp_path / "demo")]) == 1
+    assert one_line_error(capsys).startswith(f"emc demo {setting[0]} {setting[1]}: give a whole number")
+    assert not (tmp_path / "demo").exists()
