@@ -192,7 +192,8 @@ def _expected_counts(rule, root, ins, ins_scale, out, out_scale, n, K, log_z, ru
                 continue
             parent = out[i, j]
             # pairs[b, c]: inside(i, k, b) inside(k, j, c) over the splits, times outside(i, j) / Z's scales
-            _child_pairs(SUM, ins, ins_scale, i, j, log_z - out_scale[i, j], K, pairs)
+            # np.int64, as inside passes the semiring: a literal SUM compiles _child_pairs once more
+            _child_pairs(np.int64(SUM), ins, ins_scale, i, j, log_z - out_scale[i, j], K, pairs)
             for b in range(K):
                 for c in range(K):
                     w = pairs[b, c]
