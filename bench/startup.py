@@ -5,12 +5,14 @@ wall seconds from a cold cache (empty numba and emc caches: every function compi
 Each spec runs on its structure's tiny data (tests/helpers.py TINY, the sizes the spec declares),
 so the time is the start-up: parsing, compiling or loading, reading, one iteration, saving. The
 load average before and after is printed: numbers taken while the machine runs other work are
-inflated. Run from the repository: `python bench/startup.py [--specs hmm dmv] [--threads 1]`.
+inflated (`--cpu` adds the CPU seconds, which vary less). Run from the repository:
+`python bench/startup.py [--specs hmm dmv] [--threads 1] [--cpu]`.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,21 +50,27 @@ def tiny_lines(spec: Path) -> list[str]:
     return TINY[structure]
 
 
-def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | None) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `emc fit` run."""
     command = [sys.executable, "-m", "emc.cli", "fit", str(spec), str(data), "--iterations", "1", "--quiet",
                "--out", str(out), "--overwrite", *FIXED.get(spec.stem, [])]
     if threads:
         command += ["--threads", str(threads)]
-    t0 = time.perf_counter()
+    cpu, t0 = _children_cpu(), time.perf_counter()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _children_cpu() - cpu
     if done.returncode:
         raise SystemExit(f"{spec_name(spec)}: emc fit failed: {done.stderr.strip().splitlines()[-1:]}")
-    return seconds
+    return seconds, cpu
 
 
-def startup(spec: Path, threads: int | None) -> tuple[float, float]:
-    """(cold, warm) wall seconds of `emc fit SPEC DATA --iterations 1` on tiny data."""
+def startup(spec: Path, threads: int | None) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(cold, warm) (wall, CPU) seconds of `emc fit SPEC DATA --iterations 1` on tiny data."""
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         env = dict(os.environ, NUMBA_CACHE_DIR=str(scratch / "numba"), EMC_CACHE_DIR=str(scratch / "emc"))
@@ -77,6 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--specs", nargs="*", help="spec names (e.g. hmm rules/chain); default: all")
     parser.add_argument("--threads", type=int, help="numba threads (default: all cores)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="add each run's CPU seconds (user + system) to its line: on a shared machine they "
+                             "vary less than wall seconds")
     args = parser.parse_args()
     specs = [s for s in SPECS if not args.specs or spec_name(s).removesuffix(".em") in args.specs
              or s.stem in args.specs]
@@ -85,8 +96,9 @@ def main() -> None:
     worst = 0.0
     for spec in specs:
         cold, warm = startup(spec, args.threads)
-        worst = max(worst, cold)
-        print(f"{spec_name(spec)} cold {cold:.1f} warm {warm:.1f}", flush=True)
+        worst = max(worst, cold[0])
+        cpu = f" cpu-cold {cold[1]:.1f} cpu-warm {warm[1]:.1f}" if args.cpu else ""
+        print(f"{spec_name(spec)} cold {cold[0]:.1f} warm {warm[0]:.1f}{cpu}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; slowest cold start {worst:.1f} s")
 
 
