@@ -50,6 +50,10 @@ def tiny_lines(spec: Path) -> list[str]:
     return TINY[structure]
 
 
+class StartupFailed(Exception):
+    """A spec's `emc fit` exited with an error (its line says so; the other specs still run)."""
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -65,7 +69,7 @@ def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | Non
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
     seconds, cpu = time.perf_counter() - t0, _children_cpu() - cpu
     if done.returncode:
-        raise SystemExit(f"{spec_name(spec)}: emc fit failed: {done.stderr.strip().splitlines()[-1:]}")
+        raise StartupFailed(f"{spec_name(spec)} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
     return seconds, cpu
 
 
@@ -95,7 +99,11 @@ def main() -> None:
           f"(numbers taken while other work runs are inflated)", flush=True)
     worst = 0.0
     for spec in specs:
-        cold, warm = startup(spec, args.threads)
+        try:
+            cold, warm = startup(spec, args.threads)
+        except StartupFailed as failed:
+            print(failed, flush=True)
+            continue
         worst = max(worst, cold[0])
         cpu = f" cpu-cold {cold[1]:.1f} cpu-warm {warm[1]:.1f}" if args.cpu else ""
         print(f"{spec_name(spec)} cold {cold[0]:.1f} warm {warm[0]:.1f}{cpu}", flush=True)
