@@ -341,6 +341,12 @@ def cmd_fit(args) -> int:
     if not args.spec:
         raise EmcError("emc fit: give a spec and the training data: emc fit SPEC DATA [DATA ...] --out RUN "
                        "(or continue a fit: emc fit --resume RUN)")
+    if args.workers is not None and args.workers < 1:
+        raise EmcError(f"--workers {args.workers}: give the number of Dask worker processes (at least 1), or leave "
+                       f"it out to fit on this machine")
+    if not args.checkpoint_every >= 0 or args.checkpoint_every == float("inf"):
+        raise EmcError(f"--checkpoint-every {args.checkpoint_every:g}: give the seconds between checkpoints (0: after "
+                       f"every step)")
     from_run = Path(args.init).is_dir()
     settings = FitSettings(algorithm=args.algorithm, regularizers=_regularizers(args),
                            **{f.name: getattr(args, f.name) for f in fit_options()})

@@ -432,3 +432,10 @@ def test_demo_refuses_counts_it_cannot_run_with(tmp_path, capsys, setting):
     assert main(["demo", *setting, "--out", str(tmp_path / "demo")]) == 1
     assert one_line_error(capsys).startswith(f"emc demo {setting[0]} {setting[1]}: give a whole number")
     assert not (tmp_path / "demo").exists()
+
+
+@pytest.mark.parametrize("setting", [["--workers", "0"], ["--workers", "-1"], ["--checkpoint-every", "nan"],
+                                     ["--checkpoint-every", "-1"]])
+def test_fit_refuses_workers_and_checkpoint_intervals_that_mean_nothing(tmp_path, data, capsys, setting):
+    assert fit(data, tmp_path / "run", *setting) == 1
+    assert one_line_error(capsys).startswith(f"{setting[0]} {setting[1]}: give ")
