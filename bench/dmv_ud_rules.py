@@ -6,8 +6,9 @@ baselines, from the harmonic start and from random starts (3 seeds); then the sa
 specs/dmv_rules_ptb.em (the rules over PTB tags, in Collins' head conventions). Prints markdown tables.
 
 The corpus: UD English EWT dev + test (../shared/data/ud-english-ewt/), punctuation (UPOS PUNCT)
-removed (a punctuation head replaced by its nearest non-punctuation ancestor), sentences of at most
-10 words kept: 2,001 sentences, 11,043 words, read as UPOS sequences with their gold heads. The
+removed (a punctuation head replaced by its nearest non-punctuation ancestor), sentences of 2 to 10
+words kept (a one-word sentence has one tree): 2,001 sentences, 11,043 words, as
+../shared/data/ud-english-ewt/SOURCE.md counts them, read as UPOS sequences with their gold heads. The
 corpus is also the test set (Klein & Manning 2004); Viterbi trees of the final model.
 
     NUMBA_NUM_THREADS=1 /work/dev/bin/python bench/dmv_ud_rules.py [--seeds 1 2 3] [--write ud10.conllu]
@@ -53,7 +54,7 @@ def without_punctuation(words: list[list[str]]) -> list[list[str]]:
 
 
 def write_ud10(data: Path, out: Path, max_length: int = 10) -> int:
-    """Dev + test without punctuation, sentences of 1..max_length words, as CoNLL-U; the sentences written."""
+    """Dev + test without punctuation, sentences of 2..max_length words, as CoNLL-U; the sentences written."""
     written = 0
     with open(out, "w", encoding="utf-8") as f:
         for name in FILES:
@@ -63,7 +64,7 @@ def write_ud10(data: Path, out: Path, max_length: int = 10) -> int:
                     words = [line.split("\t") for line in lines if not line.startswith("#")]
                     words = [w for w in words if w[0].isdigit()]  # no multiword tokens, no empty nodes
                     kept = without_punctuation(words)
-                    if 0 < len(kept) <= max_length:
+                    if 1 < len(kept) <= max_length:
                         comments = [line for line in lines if line.startswith("#")]
                         f.write("\n".join(comments + ["\t".join(w) for w in kept]) + "\n\n")
                         written += 1
@@ -126,7 +127,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ud10.conllu"
         write_ud10(data, path)
-        table("UD English EWT dev + test, no punctuation, at most 10 words", path, {"format": "conllu"},
+        table("UD English EWT dev + test, no punctuation, 2 to 10 words", path, {"format": "conllu"},
               ("dmv.em", "dmv_rules.em"), args.seeds, args.iterations)
     table("WSJ10 (the PTB sample, --format ptb --max-length 10; gold heads by Collins' head rules)",
           data / "ptb-sample" / "wsj_sample_trees.txt", {"format": "ptb", "max_length": 10},
