@@ -13,7 +13,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
+from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -82,7 +82,12 @@ def _cells(ex, ints, layout, meta):
     return cells
 
 
-@njit(cache=True)
+# The chart passes may reassociate sums (and fuse multiply-adds) so LLVM vectorises the innermost
+# loop's sum, as BLAS would: results move in the last bits only.
+FAST = {"reassoc", "contract"}
+
+
+@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -112,14 +117,16 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
-    rd3 = int(derived[3])
+    ro3 = meta[T_3 + TABLE_OFFSET]
     rr3 = meta[T_3 + TABLE_ROWS]
+    rd0 = int(derived[0])
+    rd3 = int(derived[1])
 
     for lev in range(n + 3):
         ls[lev] = -np.inf
@@ -157,13 +164,13 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         token_0 = tokens_0[first + rv0]
                         rf = np.exp(ls[(1 + rv0)] - ref)
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = derived[rd1 + (token_0) * rr1 + rv1] if rd1 >= 0 else read(params, meta, T_1, rv1, token_0)
+                            rw1 = read(params, meta, T_1, rv1, token_0)
                             acc = 0.0
                             for rv2 in range(0, ra0 + 1):
-                                rw0 = derived[rd0 + (rv1) * rr0 + rv2] if rd0 >= 0 else read(params, meta, T_0, rv2, rv1)
+                                rw0 = derived[rd0 + (rv1) * rr0 + rv2]
                                 ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
-                                acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
-                            chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2] = plus(semiring, chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2], acc)
+                                acc = plus(semiring, acc, rw0 * ru0)
+                            chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2] = plus(semiring, chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2], acc * rw1 * rf)
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -171,7 +178,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     token_0 = tokens_0[first + rv0]
                     rf = np.exp(ls[(1 + rv0)] - ref)
                     for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (token_0) * rr2 + rv1] if rd2 >= 0 else read(params, meta, T_2, rv1, token_0)
+                        rw0 = read(params, meta, T_2, rv1, token_0)
                         for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
                             if 1 <= (1 + rv2) <= ra1:
                                 ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
@@ -187,10 +194,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                 acc = 0.0
                 for rv2 in range(1, ra1 + 1):
-                    rw0 = derived[rd3 + (rv2) * rr3 + rv1] if rd3 >= 0 else read(params, meta, T_3, rv1, rv2)
+                    rw0 = derived[rd3 + (rv2) * rr3 + rv1]
                     ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
-                    acc = plus(semiring, acc, rw0 * ru0 * rf)
-                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1], acc)
+                    acc = plus(semiring, acc, rw0 * ru0)
+                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1], acc * rf)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -229,7 +236,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     return np.log(total) + ls[glev]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
     """Outside values, top level first, and each part's posterior marginal mu into the counts."""
     offsets = array(ints, layout, A_OFFSETS)
@@ -258,14 +265,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
-    rd3 = int(derived[3])
+    ro3 = meta[T_3 + TABLE_OFFSET]
     rr3 = meta[T_3 + TABLE_ROWS]
+    rd0 = int(derived[0])
+    rd3 = int(derived[1])
 
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
@@ -283,17 +292,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                 roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1]
                 if roh != 0.0:
                     for rv2 in range(1, ra1 + 1):
-                        rw0 = derived[rd3 + (rv2) * rr3 + rv1] if rd3 >= 0 else read(params, meta, T_3, rv1, rv2)
+                        rw0 = derived[rd3 + (rv2) * rr3 + rv1]
                         ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
-                        mu = roh * rw0 * ru0 * rf
-                        if mu != 0.0:
-                            cell = entry(meta, T_3, rv1, rv2)
-                            if tracked and mark[cell] == 0:
-                                mark[cell] = 1
-                                listed += 1
-                                touched[listed] = cell
-                            dense[cell] += mu * weight
-                            out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += roh * rw0 * rf
+                        mu = (roh * rf) * rw0 * ru0
+                        cell = ro3 + (rv2) * rr3 + rv1
+                        dense[cell] += mu * weight
+                        if tracked and mark[cell] == 0:
+                            mark[cell] = 1
+                            listed += 1
+                            touched[listed] = cell
+                        out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rf) * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -301,21 +309,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     token_0 = tokens_0[first + rv0]
                     rf = np.exp(ls[(1 + rv0)] - ls[lev])
                     for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (token_0) * rr2 + rv1] if rd2 >= 0 else read(params, meta, T_2, rv1, token_0)
+                        rw0 = read(params, meta, T_2, rv1, token_0)
+                        rm0 = 0.0
                         for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
                             if 1 <= (1 + rv2) <= ra1:
                                 ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
                                 roh = out[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2]
                                 if roh != 0.0:
-                                    mu = roh * rw0 * ru0 * rf
-                                    if mu != 0.0:
-                                        cell = entry(meta, T_2, rv1, token_0)
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
-                                        dense[cell] += mu * weight
-                                        out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += roh * rw0 * rf
+                                    mu = (roh * rw0 * rf) * ru0
+                                    rm0 += mu
+                                    out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rw0 * rf)
+                        cell = ro2 + (token_0) * rr2 + rv1
+                        dense[cell] += rm0 * weight
+                        if tracked and mark[cell] == 0:
+                            mark[cell] = 1
+                            listed += 1
+                            touched[listed] = cell
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -324,27 +333,28 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         token_0 = tokens_0[first + rv0]
                         rf = np.exp(ls[(1 + rv0)] - ls[lev])
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = derived[rd1 + (token_0) * rr1 + rv1] if rd1 >= 0 else read(params, meta, T_1, rv1, token_0)
+                            rw1 = read(params, meta, T_1, rv1, token_0)
                             roh = out[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2]
                             if roh != 0.0:
+                                rm1 = 0.0
                                 for rv2 in range(0, ra0 + 1):
-                                    rw0 = derived[rd0 + (rv1) * rr0 + rv2] if rd0 >= 0 else read(params, meta, T_0, rv2, rv1)
+                                    rw0 = derived[rd0 + (rv1) * rr0 + rv2]
                                     ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
-                                    mu = roh * rw0 * rw1 * ru0 * rf
-                                    if mu != 0.0:
-                                        cell = entry(meta, T_0, rv2, rv1)
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
-                                        dense[cell] += mu * weight
-                                        cell = entry(meta, T_1, rv1, token_0)
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
-                                        dense[cell] += mu * weight
-                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += roh * rw0 * rw1 * rf
+                                    mu = (roh * rw1 * rf) * rw0 * ru0
+                                    cell = ro0 + (rv1) * rr0 + rv2
+                                    dense[cell] += mu * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                                    rm1 += mu
+                                    out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += (roh * rw1 * rf) * rw0
+                                cell = ro1 + (token_0) * rr1 + rv1
+                                dense[cell] += rm1 * weight
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -379,14 +389,16 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
-    rd3 = int(derived[3])
+    ro3 = meta[T_3 + TABLE_OFFSET]
     rr3 = meta[T_3 + TABLE_ROWS]
+    rd0 = int(derived[0])
+    rd3 = int(derived[1])
 
     semiring = SUM
     total = 0.0
@@ -440,7 +452,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 if 0 <= rv1 <= min(ra0, (-1 + ra0)):
                     rf = np.exp(ls[(1 + rv0)] - ls[hl])
                     for rv2 in range(1, ra1 + 1):
-                        rw0 = derived[rd3 + (rv2) * rr3 + rv1] if rd3 >= 0 else read(params, meta, T_3, rv1, rv2)
+                        rw0 = derived[rd3 + (rv2) * rr3 + rv1]
                         ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
                         term = rw0 * ru0 * rf
                         if _better(sampling, term, best, u):
@@ -491,10 +503,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                             if 1 <= 1 <= ra1:
                                 if 0 <= rv0 < n:
                                     token_0 = tokens_0[first + rv0]
-                                    rw1 = derived[rd1 + (token_0) * rr1 + rv1] if rd1 >= 0 else read(params, meta, T_1, rv1, token_0)
+                                    rw1 = read(params, meta, T_1, rv1, token_0)
                                     rf = np.exp(ls[(1 + rv0)] - ls[hl])
                                     for rv2 in range(0, ra0 + 1):
-                                        rw0 = derived[rd0 + (rv1) * rr0 + rv2] if rd0 >= 0 else read(params, meta, T_0, rv2, rv1)
+                                        rw0 = derived[rd0 + (rv1) * rr0 + rv2]
                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
                                         term = rw0 * rw1 * ru0 * rf
                                         if _better(sampling, term, best, u):
@@ -516,7 +528,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                             if 1 <= (1 + rv2) <= ra1:
                                 if 0 <= rv0 < n:
                                     token_0 = tokens_0[first + rv0]
-                                    rw0 = derived[rd2 + (token_0) * rr2 + rv1] if rd2 >= 0 else read(params, meta, T_2, rv1, token_0)
+                                    rw0 = read(params, meta, T_2, rv1, token_0)
                                     ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
                                     rf = np.exp(ls[(1 + rv0)] - ls[hl])
                                     term = rw0 * ru0 * rf
@@ -570,7 +582,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
 
 
 @njit(cache=True)
-def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
+def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     """value into the counts of every learned factor of parts[:count]."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
@@ -598,6 +610,17 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    ro2 = meta[T_2 + TABLE_OFFSET]
+    rr2 = meta[T_2 + TABLE_ROWS]
+    ro3 = meta[T_3 + TABLE_OFFSET]
+    rr3 = meta[T_3 + TABLE_ROWS]
+    rd0 = int(derived[0])
+    rd3 = int(derived[1])
+
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
@@ -607,39 +630,39 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_0, rv2, rv1)
+            cell = ro0 + (rv1) * rr0 + rv2
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
+            cell = ro1 + (token_0) * rr1 + rv1
             dense[cell] += value
-            cell = entry(meta, T_1, rv1, token_0)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 1:
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_2, rv1, token_0)
+            cell = ro2 + (token_0) * rr2 + rv1
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 2:
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
-            cell = entry(meta, T_3, rv1, rv2)
+            cell = ro3 + (rv2) * rr3 + rv1
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
     if tracked:
         touched[0] = listed
 
@@ -654,30 +677,20 @@ def _buffers(ex, ints, layout, meta):
             np.empty((capacity + 1, ITEM_WIDTH), np.int64), np.empty(PART_WIDTH + ITEM_WIDTH + 8, np.int64))
 
 
-# A table of at most SMALL_TABLE entries (a transition matrix, a grammar's rules) is written out
-# whole by prepare(), once per E-step call, so the loops read each weight with one load instead
-# of the lazy view's division; larger ones (a state's words) are read lazily, as stepwise EM with
-# small mini-batches prepares often.
-SMALL_TABLE = 1 << 16
-
-
 @njit(cache=True)
 def prepare(meta, params):
-    """derived[q]: where table q's weights start in derived (-1: read lazily), then the weights."""
-    tables = np.array([T_0, T_1, T_2, T_3, ], np.int64)
+    """The weights of the tables whose axes the structure's arguments bound (emc/structures/rules/
+    codegen.py: _small_tables), written out once per E-step call so the loops read each with one
+    load instead of the lazy view's division: derived[q] is where table q's weights start."""
+    tables = np.array([T_0, T_3, ], np.int64)
     size = tables.shape[0]
     for q in range(tables.shape[0]):
-        entries = meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
-        if entries <= SMALL_TABLE:
-            size += entries
+        size += meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
     derived = np.empty(size)
     start = tables.shape[0]
     for q in range(tables.shape[0]):
         table = tables[q]
         rows, outcomes = meta[table + TABLE_ROWS], meta[table + TABLE_OUTCOMES]
-        if rows * outcomes > SMALL_TABLE:
-            derived[q] = -1.0
-            continue
         derived[q] = start
         reader = table_reader(params, meta, table)
         for outcome in range(outcomes):
@@ -702,7 +715,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
         if count < 0:
             return np.nan
-        _part_counts(ex, ints, layout, meta, parts, count, weight / draws, counts)
+        _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
     return log_z
 
 

@@ -193,5 +193,5 @@ def render(model: CheckedModel, layout: CodeLayout | None = None) -> str:
     context = render_context(model, layout or CodeLayout.of(model))
     extra_context = getattr(descriptor, "extra_context", None)  # a structure whose DP is generated too
     if extra_context is not None:
-        context.update(extra_context(model.binding, context))
+        context.update(extra_context(model, context))
     return _environment().get_template(descriptor.TEMPLATE).render(**context)

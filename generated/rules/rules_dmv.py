@@ -16,7 +16,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
+from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -111,7 +111,12 @@ def _cells(ex, ints, layout, meta):
     return cells
 
 
-@njit(cache=True)
+# The chart passes may reassociate sums (and fuse multiply-adds) so LLVM vectorises the innermost
+# loop's sum, as BLAS would: results move in the last bits only.
+FAST = {"reassoc", "contract"}
+
+
+@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -172,11 +177,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b7 = b6 + 1
     cells = b7
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_0 + TABLE_OFFSET]
     rr2 = meta[T_0 + TABLE_ROWS]
 
     for lev in range(n + 3):
@@ -263,7 +268,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 < n:
                                 token_0 = tokens_0[first + rv1]
                                 token_0_1 = tokens_0[first + rv0]
-                                rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 1] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
+                                rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
                                         ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
@@ -272,10 +277,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                             acc = 0.0
                                             for rv3 in range(0, 1 + 1):
                                                 if 0 <= rv3 <= 1:
-                                                    rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                                     ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
-                                                    acc = plus(semiring, acc, rw0 * rw1 * ru0 * ru1 * rf)
-                                            chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1] = plus(semiring, chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1], acc)
+                                                    acc = plus(semiring, acc, rw1 * ru0)
+                                            chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1] = plus(semiring, chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1], acc * rw0 * ru1 * rf)
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -285,7 +290,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv0 < n:
                                 token_0 = tokens_0[first + rv0]
                                 token_0_1 = tokens_0[first + rv1]
-                                rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 0] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
+                                rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
                                         ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
@@ -294,10 +299,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                             acc = 0.0
                                             for rv3 in range(0, 1 + 1):
                                                 if 0 <= rv3 <= 1:
-                                                    rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                                     ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
-                                                    acc = plus(semiring, acc, rw0 * rw1 * ru0 * ru1 * rf)
-                                            chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] = plus(semiring, chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1], acc)
+                                                    acc = plus(semiring, acc, rw1 * ru1)
+                                            chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] = plus(semiring, chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1], acc * rw0 * ru0 * rf)
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
@@ -305,12 +310,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[first + rv0]
-                            rw0 = derived[rd2 + (token_0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_0, 0, token_0)
+                            rw0 = read(params, meta, T_0, 0, token_0)
                             ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
                             ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
                             rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ref)
                             acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
-                    chart[b6] = plus(semiring, chart[b6], acc)
+                    chart[b6] = plus(semiring, chart[b6], acc * 1.0)
         if 0 <= 1 <= 1:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
@@ -326,7 +331,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         ru1 = chart[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
                         rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ref)
                         acc = plus(semiring, acc, ru0 * ru1 * rf)
-                    chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2], acc)
+                    chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2], acc * 1.0)
         if 0 <= 1 <= 1:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
@@ -342,7 +347,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         ru1 = chart[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
                         rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ref)
                         acc = plus(semiring, acc, ru0 * ru1 * rf)
-                    chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2], acc)
+                    chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2], acc * 1.0)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -354,10 +359,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             acc = 0.0
                             for rv2 in range(0, 1 + 1):
                                 if 0 <= rv2 <= 1:
-                                    rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
+                                    rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
                                     ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
-                                    acc = plus(semiring, acc, rw0 * ru0 * rf)
-                            chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] = plus(semiring, chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1], acc)
+                                    acc = plus(semiring, acc, rw0 * ru0)
+                            chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] = plus(semiring, chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1], acc * rf)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -369,10 +374,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             acc = 0.0
                             for rv2 in range(0, 1 + 1):
                                 if 0 <= rv2 <= 1:
-                                    rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
+                                    rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
                                     ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
-                                    acc = plus(semiring, acc, rw0 * ru0 * rf)
-                            chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] = plus(semiring, chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1], acc)
+                                    acc = plus(semiring, acc, rw0 * ru0)
+                            chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] = plus(semiring, chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1
@@ -457,7 +462,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     return np.log(total) + ls[glev]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
     """Outside values, top level first, and each part's posterior marginal mu into the counts."""
     offsets = array(ints, layout, A_OFFSETS)
@@ -517,11 +522,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b7 = b6 + 1
     cells = b7
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_0 + TABLE_OFFSET]
     rr2 = meta[T_0 + TABLE_ROWS]
 
     dense, mark, touched = counts
@@ -543,17 +548,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if roh != 0.0:
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
-                                        rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
+                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
                                         ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
-                                        mu = roh * rw0 * ru0 * rf
-                                        if mu != 0.0:
-                                            cell = entry(meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                            dense[cell] += mu * weight
-                                            out[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2] += roh * rw0 * rf
+                                        mu = (roh * rf) * rw0 * ru0
+                                        cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
+                                        out[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2] += (roh * rf) * rw0
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -566,17 +570,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if roh != 0.0:
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
-                                        rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
+                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
-                                        mu = roh * rw0 * ru0 * rf
-                                        if mu != 0.0:
-                                            cell = entry(meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                            dense[cell] += mu * weight
-                                            out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] += roh * rw0 * rf
+                                        mu = (roh * rf) * rw0 * ru0
+                                        cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
+                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] += (roh * rf) * rw0
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
@@ -588,9 +591,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru1 = chart[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
                             rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[lev])
                             mu = roh * ru0 * ru1 * rf
-                            if mu != 0.0:
-                                out[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1] += roh * ru1 * rf
-                                out[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] += roh * ru0 * rf
+                            out[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1] += roh * ru1 * rf
+                            out[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] += roh * ru0 * rf
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
@@ -602,9 +604,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru1 = chart[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
                             rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[lev])
                             mu = roh * ru0 * ru1 * rf
-                            if mu != 0.0:
-                                out[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1] += roh * ru1 * rf
-                                out[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] += roh * ru0 * rf
+                            out[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1] += roh * ru1 * rf
+                            out[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] += roh * ru0 * rf
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
@@ -613,20 +614,19 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv0 in range(0, (-1 + n) + 1):
                             if 0 <= rv0 < n:
                                 token_0 = tokens_0[first + rv0]
-                                rw0 = derived[rd2 + (token_0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_0, 0, token_0)
+                                rw0 = read(params, meta, T_0, 0, token_0)
                                 ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
                                 ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
                                 rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[lev])
                                 mu = roh * rw0 * ru0 * ru1 * rf
-                                if mu != 0.0:
-                                    cell = entry(meta, T_0, 0, token_0)
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
-                                    dense[cell] += mu * weight
-                                    out[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] += roh * rw0 * ru1 * rf
-                                    out[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1] += roh * rw0 * ru0 * rf
+                                cell = ro2 + (token_0) * rr2 + 0
+                                dense[cell] += mu * weight
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
+                                out[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] += roh * rw0 * ru1 * rf
+                                out[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1] += roh * rw0 * ru0 * rf
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -636,9 +636,10 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv0 < n:
                                 token_0 = tokens_0[first + rv0]
                                 token_0_1 = tokens_0[first + rv1]
-                                rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 0] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
+                                rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
                                 roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
                                 if roh != 0.0:
+                                    rm0 = 0.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
@@ -646,24 +647,24 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
-                                                        rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                                         ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
-                                                        mu = roh * rw0 * rw1 * ru0 * ru1 * rf
-                                                        if mu != 0.0:
-                                                            cell = entry(meta, T_1, (token_0_1) * size_1 + 0, token_0)
-                                                            if tracked and mark[cell] == 0:
-                                                                mark[cell] = 1
-                                                                listed += 1
-                                                                touched[listed] = cell
-                                                            dense[cell] += mu * weight
-                                                            cell = entry(meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
-                                                            if tracked and mark[cell] == 0:
-                                                                mark[cell] = 1
-                                                                listed += 1
-                                                                touched[listed] = cell
-                                                            dense[cell] += mu * weight
-                                                            out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += roh * rw0 * rw1 * ru1 * rf
-                                                            out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += roh * rw0 * rw1 * ru0 * rf
+                                                        mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
+                                                        rm0 += mu
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3
+                                                        dense[cell] += mu * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                        out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
+                                                        out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
+                                    cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 0
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
         if 0 <= 0 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -673,9 +674,10 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv1 < n:
                                 token_0 = tokens_0[first + rv1]
                                 token_0_1 = tokens_0[first + rv0]
-                                rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 1] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
+                                rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
                                 roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1]
                                 if roh != 0.0:
+                                    rm0 = 0.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
@@ -683,24 +685,24 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
-                                                        rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
-                                                        mu = roh * rw0 * rw1 * ru0 * ru1 * rf
-                                                        if mu != 0.0:
-                                                            cell = entry(meta, T_1, (token_0_1) * size_1 + 1, token_0)
-                                                            if tracked and mark[cell] == 0:
-                                                                mark[cell] = 1
-                                                                listed += 1
-                                                                touched[listed] = cell
-                                                            dense[cell] += mu * weight
-                                                            cell = entry(meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
-                                                            if tracked and mark[cell] == 0:
-                                                                mark[cell] = 1
-                                                                listed += 1
-                                                                touched[listed] = cell
-                                                            dense[cell] += mu * weight
-                                                            out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += roh * rw0 * rw1 * ru1 * rf
-                                                            out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += roh * rw0 * rw1 * ru0 * rf
+                                                        mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
+                                                        rm0 += mu
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3
+                                                        dense[cell] += mu * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
+                                                        out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
+                                    cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 1
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -766,11 +768,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b7 = b6 + 1
     cells = b7
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_0 + TABLE_OFFSET]
     rr2 = meta[T_0 + TABLE_ROWS]
 
     semiring = SUM
@@ -881,7 +883,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 rf = np.exp(ls[(1 + rv1 - rv0)] - ls[hl])
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
-                                        rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
+                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
@@ -930,7 +932,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 if 0 <= 1 <= 1:
                                     token_0 = tokens_0[first + rv1]
                                     token_0_1 = tokens_0[first + rv0]
-                                    rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 1] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
+                                    rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
@@ -938,7 +940,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                 rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
-                                                        rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
                                                         term = rw0 * rw1 * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
@@ -1066,7 +1068,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 rf = np.exp(ls[(1 + rv0 - rv1)] - ls[hl])
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
-                                        rw0 = derived[rd0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2] if rd0 >= 0 else read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
+                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
                                         ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
@@ -1115,7 +1117,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 if 0 <= 0 <= 1:
                                     token_0 = tokens_0[first + rv0]
                                     token_0_1 = tokens_0[first + rv1]
-                                    rw0 = derived[rd1 + (token_0) * rr1 + (token_0_1) * size_1 + 0] if rd1 >= 0 else read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
+                                    rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
@@ -1123,7 +1125,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                 rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
-                                                        rw1 = derived[rd0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3] if rd0 >= 0 else read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                                         ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
                                                         term = rw0 * rw1 * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
@@ -1174,7 +1176,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[first + rv0]
-                            rw0 = derived[rd2 + (token_0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_0, 0, token_0)
+                            rw0 = read(params, meta, T_0, 0, token_0)
                             ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
                             ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
                             rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[hl])
@@ -1211,7 +1213,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
 
 
 @njit(cache=True)
-def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
+def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     """value into the counts of every learned factor of parts[:count]."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
@@ -1270,6 +1272,13 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
     b7 = b6 + 1
     cells = b7
 
+    ro0 = meta[T_2 + TABLE_OFFSET]
+    rr0 = meta[T_2 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    ro2 = meta[T_0 + TABLE_OFFSET]
+    rr2 = meta[T_0 + TABLE_ROWS]
+
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
@@ -1279,23 +1288,23 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
+            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 1:
             rv1 = parts[q, 1]
             rv0 = parts[q, 2]
             rv2 = parts[q, 3]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
+            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 2:
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
@@ -1303,18 +1312,18 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv3 = parts[q, 4]
             token_0 = tokens_0[first + rv1]
             token_0_1 = tokens_0[first + rv0]
-            cell = entry(meta, T_1, (token_0_1) * size_1 + 1, token_0)
+            cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 1
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
+            cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3
             dense[cell] += value
-            cell = entry(meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 3:
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
@@ -1326,18 +1335,18 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv3 = parts[q, 4]
             token_0 = tokens_0[first + rv0]
             token_0_1 = tokens_0[first + rv1]
-            cell = entry(meta, T_1, (token_0_1) * size_1 + 0, token_0)
+            cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 0
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
+            cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3
             dense[cell] += value
-            cell = entry(meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 5:
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
@@ -1345,12 +1354,12 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
         elif parts[q, 0] == 6:
             rv0 = parts[q, 1]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_0, 0, token_0)
+            cell = ro2 + (token_0) * rr2 + 0
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
     if tracked:
         touched[0] = listed
 
@@ -1365,30 +1374,20 @@ def _buffers(ex, ints, layout, meta):
             np.empty((capacity + 1, ITEM_WIDTH), np.int64), np.empty(PART_WIDTH + ITEM_WIDTH + 8, np.int64))
 
 
-# A table of at most SMALL_TABLE entries (a transition matrix, a grammar's rules) is written out
-# whole by prepare(), once per E-step call, so the loops read each weight with one load instead
-# of the lazy view's division; larger ones (a state's words) are read lazily, as stepwise EM with
-# small mini-batches prepares often.
-SMALL_TABLE = 1 << 16
-
-
 @njit(cache=True)
 def prepare(meta, params):
-    """derived[q]: where table q's weights start in derived (-1: read lazily), then the weights."""
-    tables = np.array([T_2, T_1, T_0, ], np.int64)
+    """The weights of the tables whose axes the structure's arguments bound (emc/structures/rules/
+    codegen.py: _small_tables), written out once per E-step call so the loops read each with one
+    load instead of the lazy view's division: derived[q] is where table q's weights start."""
+    tables = np.zeros(0, np.int64)
     size = tables.shape[0]
     for q in range(tables.shape[0]):
-        entries = meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
-        if entries <= SMALL_TABLE:
-            size += entries
+        size += meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
     derived = np.empty(size)
     start = tables.shape[0]
     for q in range(tables.shape[0]):
         table = tables[q]
         rows, outcomes = meta[table + TABLE_ROWS], meta[table + TABLE_OUTCOMES]
-        if rows * outcomes > SMALL_TABLE:
-            derived[q] = -1.0
-            continue
         derived[q] = start
         reader = table_reader(params, meta, table)
         for outcome in range(outcomes):
@@ -1413,7 +1412,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
         if count < 0:
             return np.nan
-        _part_counts(ex, ints, layout, meta, parts, count, weight / draws, counts)
+        _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
     return log_z
 
 

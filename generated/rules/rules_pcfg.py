@@ -12,7 +12,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
+from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -71,7 +71,12 @@ def _cells(ex, ints, layout, meta):
     return cells
 
 
-@njit(cache=True)
+# The chart passes may reassociate sums (and fuse multiply-adds) so LLVM vectorises the innermost
+# loop's sum, as BLAS would: results move in the last bits only.
+FAST = {"reassoc", "contract"}
+
+
+@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -95,12 +100,14 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + 1
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_0 + TABLE_OFFSET]
     rr1 = meta[T_0 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
+    rd1 = int(derived[0])
+    rd2 = int(derived[1])
 
     for lev in range(n + 3):
         ls[lev] = -np.inf
@@ -132,7 +139,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[first + rv0]
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd0 + (token_0) * rr0 + rv1] if rd0 >= 0 else read(params, meta, T_1, rv1, token_0)
+                            rw0 = read(params, meta, T_1, rv1, token_0)
                             chart[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2], rw0 * rf)
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
@@ -145,20 +152,20 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if ru0 != 0.0:
                                 acc = 0.0
                                 for rv5 in range(0, (-1 + ra0) + 1):
-                                    rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2] if rd1 >= 0 else read(params, meta, T_0, rv2, (rv4) * size_0 + rv5)
+                                    rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
                                     ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
-                                    acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
-                                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2], acc)
+                                    acc = plus(semiring, acc, rw0 * ru1)
+                                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2], acc * ru0 * rf)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
                     rf = np.exp(ls[(1 + n - 0)] - ref)
                     acc = 0.0
                     for rv0 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (rv0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_2, 0, rv0)
+                        rw0 = derived[rd2 + (rv0) * rr2 + 0]
                         ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
-                        acc = plus(semiring, acc, rw0 * ru0 * rf)
-                    chart[b1] = plus(semiring, chart[b1], acc)
+                        acc = plus(semiring, acc, rw0 * ru0)
+                    chart[b1] = plus(semiring, chart[b1], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1
@@ -191,7 +198,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     return np.log(total) + ls[glev]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
     """Outside values, top level first, and each part's posterior marginal mu into the counts."""
     offsets = array(ints, layout, A_OFFSETS)
@@ -214,12 +221,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + 1
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_0 + TABLE_OFFSET]
     rr1 = meta[T_0 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
+    rd1 = int(derived[0])
+    rd2 = int(derived[1])
 
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
@@ -235,17 +244,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     roh = out[b1]
                     if roh != 0.0:
                         for rv0 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd2 + (rv0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_2, 0, rv0)
+                            rw0 = derived[rd2 + (rv0) * rr2 + 0]
                             ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
-                            mu = roh * rw0 * ru0 * rf
-                            if mu != 0.0:
-                                cell = entry(meta, T_2, 0, rv0)
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
-                                dense[cell] += mu * weight
-                                out[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2] += roh * rw0 * rf
+                            mu = (roh * rf) * rw0 * ru0
+                            cell = ro2 + (rv0) * rr2 + 0
+                            dense[cell] += mu * weight
+                            if tracked and mark[cell] == 0:
+                                mark[cell] = 1
+                                listed += 1
+                                touched[listed] = cell
+                            out[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2] += (roh * rf) * rw0
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
@@ -258,18 +266,17 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2]
                                 if ru0 != 0.0:
                                     for rv5 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2] if rd1 >= 0 else read(params, meta, T_0, rv2, (rv4) * size_0 + rv5)
+                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
                                         ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
-                                        mu = roh * rw0 * ru0 * ru1 * rf
-                                        if mu != 0.0:
-                                            cell = entry(meta, T_0, rv2, (rv4) * size_0 + rv5)
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                            dense[cell] += mu * weight
-                                            out[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2] += roh * rw0 * ru1 * rf
-                                            out[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2] += roh * rw0 * ru0 * rf
+                                        mu = (roh * ru0 * rf) * rw0 * ru1
+                                        cell = ro1 + ((rv4) * size_0 + rv5) * rr1 + rv2
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
+                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2] += (roh * rf) * rw0 * ru1
+                                        out[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2] += (roh * ru0 * rf) * rw0
         rf = np.exp(0.0 - ls[lev])
         for rv0 in range(0, n + 1):
             if (1 + rv0) - rv0 == lev - 1:
@@ -277,17 +284,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[first + rv0]
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd0 + (token_0) * rr0 + rv1] if rd0 >= 0 else read(params, meta, T_1, rv1, token_0)
+                            rw0 = read(params, meta, T_1, rv1, token_0)
                             roh = out[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2]
                             if roh != 0.0:
-                                mu = roh * rw0 * rf
-                                if mu != 0.0:
-                                    cell = entry(meta, T_1, rv1, token_0)
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
-                                    dense[cell] += mu * weight
+                                mu = (roh * rf) * rw0
+                                cell = ro0 + (token_0) * rr0 + rv1
+                                dense[cell] += mu * weight
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -316,12 +322,14 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + 1
     cells = b2
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_0 + TABLE_OFFSET]
     rr1 = meta[T_0 + TABLE_ROWS]
-    rd2 = int(derived[2])
+    ro2 = meta[T_2 + TABLE_OFFSET]
     rr2 = meta[T_2 + TABLE_ROWS]
+    rd1 = int(derived[0])
+    rd2 = int(derived[1])
 
     semiring = SUM
     total = 0.0
@@ -359,7 +367,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= (1 + rv0) <= n:
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[first + rv0]
-                            rw0 = derived[rd0 + (token_0) * rr0 + rv1] if rd0 >= 0 else read(params, meta, T_1, rv1, token_0)
+                            rw0 = read(params, meta, T_1, rv1, token_0)
                             rf = np.exp(0.0 - ls[hl])
                             if (1 + rv0) == rh1:
                                 term = rw0 * rf
@@ -383,7 +391,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2]
                                 if ru0 != 0.0:
                                     for rv5 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2] if rd1 >= 0 else read(params, meta, T_0, rv2, (rv4) * size_0 + rv5)
+                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
                                         ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
                                         term = rw0 * ru0 * ru1 * rf
                                         if _better(sampling, term, best, u):
@@ -449,7 +457,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 if 0 <= n <= n:
                     rf = np.exp(ls[(1 + n - 0)] - ls[hl])
                     for rv0 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (rv0) * rr2 + 0] if rd2 >= 0 else read(params, meta, T_2, 0, rv0)
+                        rw0 = derived[rd2 + (rv0) * rr2 + 0]
                         ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
                         term = rw0 * ru0 * rf
                         if _better(sampling, term, best, u):
@@ -479,7 +487,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
 
 
 @njit(cache=True)
-def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
+def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     """value into the counts of every learned factor of parts[:count]."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
@@ -501,6 +509,15 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
     b2 = b1 + 1
     cells = b2
 
+    ro0 = meta[T_1 + TABLE_OFFSET]
+    rr0 = meta[T_1 + TABLE_ROWS]
+    ro1 = meta[T_0 + TABLE_OFFSET]
+    rr1 = meta[T_0 + TABLE_ROWS]
+    ro2 = meta[T_2 + TABLE_OFFSET]
+    rr2 = meta[T_2 + TABLE_ROWS]
+    rd1 = int(derived[0])
+    rd2 = int(derived[1])
+
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
@@ -509,12 +526,12 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             token_0 = tokens_0[first + rv0]
-            cell = entry(meta, T_1, rv1, token_0)
+            cell = ro0 + (token_0) * rr0 + rv1
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 1:
             rv0 = parts[q, 1]
             rv3 = parts[q, 2]
@@ -522,20 +539,20 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
             rv2 = parts[q, 4]
             rv4 = parts[q, 5]
             rv5 = parts[q, 6]
-            cell = entry(meta, T_0, rv2, (rv4) * size_0 + rv5)
+            cell = ro1 + ((rv4) * size_0 + rv5) * rr1 + rv2
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
         elif parts[q, 0] == 2:
             rv0 = parts[q, 1]
-            cell = entry(meta, T_2, 0, rv0)
+            cell = ro2 + (rv0) * rr2 + 0
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
     if tracked:
         touched[0] = listed
 
@@ -550,30 +567,20 @@ def _buffers(ex, ints, layout, meta):
             np.empty((capacity + 1, ITEM_WIDTH), np.int64), np.empty(PART_WIDTH + ITEM_WIDTH + 8, np.int64))
 
 
-# A table of at most SMALL_TABLE entries (a transition matrix, a grammar's rules) is written out
-# whole by prepare(), once per E-step call, so the loops read each weight with one load instead
-# of the lazy view's division; larger ones (a state's words) are read lazily, as stepwise EM with
-# small mini-batches prepares often.
-SMALL_TABLE = 1 << 16
-
-
 @njit(cache=True)
 def prepare(meta, params):
-    """derived[q]: where table q's weights start in derived (-1: read lazily), then the weights."""
-    tables = np.array([T_1, T_0, T_2, ], np.int64)
+    """The weights of the tables whose axes the structure's arguments bound (emc/structures/rules/
+    codegen.py: _small_tables), written out once per E-step call so the loops read each with one
+    load instead of the lazy view's division: derived[q] is where table q's weights start."""
+    tables = np.array([T_0, T_2, ], np.int64)
     size = tables.shape[0]
     for q in range(tables.shape[0]):
-        entries = meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
-        if entries <= SMALL_TABLE:
-            size += entries
+        size += meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
     derived = np.empty(size)
     start = tables.shape[0]
     for q in range(tables.shape[0]):
         table = tables[q]
         rows, outcomes = meta[table + TABLE_ROWS], meta[table + TABLE_OUTCOMES]
-        if rows * outcomes > SMALL_TABLE:
-            derived[q] = -1.0
-            continue
         derived[q] = start
         reader = table_reader(params, meta, table)
         for outcome in range(outcomes):
@@ -598,7 +605,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
         if count < 0:
             return np.nan
-        _part_counts(ex, ints, layout, meta, parts, count, weight / draws, counts)
+        _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
     return log_z
 
 

@@ -11,7 +11,7 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
+from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -63,7 +63,12 @@ def _cells(ex, ints, layout, meta):
     return cells
 
 
-@njit(cache=True)
+# The chart passes may reassociate sums (and fuse multiply-adds) so LLVM vectorises the innermost
+# loop's sum, as BLAS would: results move in the last bits only.
+FAST = {"reassoc", "contract"}
+
+
+@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -80,10 +85,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
 
     for lev in range(n + 3):
         ls[lev] = -np.inf
@@ -112,12 +118,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
-                        rw0 = derived[rd0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0] if rd0 >= 0 else read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                        rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0] if rd1 >= 0 else read(params, meta, T_1, 0, (rv0 - rv1))
+                        rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
+                        rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
                         ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
                         rf = np.exp(ls[(1 + rv1)] - ref)
                         acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
-            chart[b0 + (rv0 - lo0_0) * s0_0] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0], acc)
+            chart[b0 + (rv0 - lo0_0) * s0_0] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0], acc * 1.0)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -141,7 +147,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     return np.log(total) + ls[glev]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
     """Outside values, top level first, and each part's posterior marginal mu into the counts."""
     offsets = array(ints, layout, A_OFFSETS)
@@ -157,10 +163,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
 
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
@@ -177,19 +184,18 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                 for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                     if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                         if 1 <= (rv0 - rv1) <= ra0:
-                            rw0 = derived[rd0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0] if rd0 >= 0 else read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0] if rd1 >= 0 else read(params, meta, T_1, 0, (rv0 - rv1))
+                            rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
+                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
                             ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
                             rf = np.exp(ls[(1 + rv1)] - ls[lev])
                             mu = roh * rw0 * rw1 * ru0 * rf
-                            if mu != 0.0:
-                                cell = entry(meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
-                                dense[cell] += mu * weight
-                                out[b0 + (rv1 - lo0_0) * s0_0] += roh * rw0 * rw1 * rf
+                            cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
+                            dense[cell] += mu * weight
+                            if tracked and mark[cell] == 0:
+                                mark[cell] = 1
+                                listed += 1
+                                touched[listed] = cell
+                            out[b0 + (rv1 - lo0_0) * s0_0] += roh * rw0 * rw1 * rf
     if tracked:
         touched[0] = listed
 
@@ -211,10 +217,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
-    rd0 = int(derived[0])
+    ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
-    rd1 = int(derived[1])
+    ro1 = meta[T_1 + TABLE_OFFSET]
     rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
 
     semiring = SUM
     total = 0.0
@@ -261,8 +268,8 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                     if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                         if 1 <= (rv0 - rv1) <= ra0:
-                            rw0 = derived[rd0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0] if rd0 >= 0 else read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0] if rd1 >= 0 else read(params, meta, T_1, 0, (rv0 - rv1))
+                            rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
+                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
                             ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
                             rf = np.exp(ls[(1 + rv1)] - ls[hl])
                             term = rw0 * rw1 * ru0 * rf
@@ -296,7 +303,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
 
 
 @njit(cache=True)
-def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
+def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     """value into the counts of every learned factor of parts[:count]."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
@@ -311,6 +318,12 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
+
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
@@ -318,12 +331,12 @@ def _part_counts(ex, ints, layout, meta, parts, count, value, counts):
         if parts[q, 0] == 0:
             rv1 = parts[q, 1]
             rv0 = parts[q, 2]
-            cell = entry(meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
+            cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
+            dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1
                 listed += 1
                 touched[listed] = cell
-            dense[cell] += value
     if tracked:
         touched[0] = listed
 
@@ -338,30 +351,20 @@ def _buffers(ex, ints, layout, meta):
             np.empty((capacity + 1, ITEM_WIDTH), np.int64), np.empty(PART_WIDTH + ITEM_WIDTH + 8, np.int64))
 
 
-# A table of at most SMALL_TABLE entries (a transition matrix, a grammar's rules) is written out
-# whole by prepare(), once per E-step call, so the loops read each weight with one load instead
-# of the lazy view's division; larger ones (a state's words) are read lazily, as stepwise EM with
-# small mini-batches prepares often.
-SMALL_TABLE = 1 << 16
-
-
 @njit(cache=True)
 def prepare(meta, params):
-    """derived[q]: where table q's weights start in derived (-1: read lazily), then the weights."""
-    tables = np.array([T_0, T_1, ], np.int64)
+    """The weights of the tables whose axes the structure's arguments bound (emc/structures/rules/
+    codegen.py: _small_tables), written out once per E-step call so the loops read each with one
+    load instead of the lazy view's division: derived[q] is where table q's weights start."""
+    tables = np.array([T_1, ], np.int64)
     size = tables.shape[0]
     for q in range(tables.shape[0]):
-        entries = meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
-        if entries <= SMALL_TABLE:
-            size += entries
+        size += meta[tables[q] + TABLE_ROWS] * meta[tables[q] + TABLE_OUTCOMES]
     derived = np.empty(size)
     start = tables.shape[0]
     for q in range(tables.shape[0]):
         table = tables[q]
         rows, outcomes = meta[table + TABLE_ROWS], meta[table + TABLE_OUTCOMES]
-        if rows * outcomes > SMALL_TABLE:
-            derived[q] = -1.0
-            continue
         derived[q] = start
         reader = table_reader(params, meta, table)
         for outcome in range(outcomes):
@@ -386,7 +389,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
         if count < 0:
             return np.nan
-        _part_counts(ex, ints, layout, meta, parts, count, weight / draws, counts)
+        _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
     return log_z
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from emc.spec.model import ResolvedAttr
+from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
-from emc.structures.rules.emit import (Names, Step, build_nest, cell_code, layout_code, level_code, needs_of,
+from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, layout_code, level_code, needs_of,
                                        product, render_nest)
 from emc.structures.rules.program import N, Program, Rule, arity_bound
 from emc.structures.rules.spans import span_attributes
@@ -66,11 +66,13 @@ def token_expr(binding: Binding, attr: ResolvedAttr, slot: str, array: str) -> s
 # --- the passes --------------------------------------------------------------------------------
 
 
-def extra_context(binding: Binding, context: dict) -> dict:
+def extra_context(model: CheckedModel, context: dict) -> dict:
     """The program's passes as code, for the template."""
+    binding = model.binding
     program = _program(binding)
     tables = list(dict.fromkeys(read.table for reads in context["slots"].values() for read in reads))
     names = _names(binding, tables)
+    names.small = _small_tables(model, context, tables)
     arg_const = {label.split(":", 1)[1]: const for const, _index, label in context["meta"] if label.startswith("arg:")}
     prologue = [f"{local} = meta[{arg_const[name]}]" for name, local in names.args.items()]
     if span_attributes(program):
@@ -78,6 +80,9 @@ def extra_context(binding: Binding, context: dict) -> dict:
     prologue += layout_code(names)
     reads = context["slots"]
     tokens = context["token_reads"]
+    table_locals = [line for q, table in enumerate(tables)
+                    for line in (f"ro{q} = meta[{table} + TABLE_OFFSET]", f"rr{q} = meta[{table} + TABLE_ROWS]")]
+    table_locals += [f"rd{tables.index(table)} = int(derived[{q}])" for q, table in enumerate(names.small)]
     return {
         "rule_prologue": prologue,
         "rule_inside": _inside(names, reads, tokens),
@@ -89,10 +94,23 @@ def extra_context(binding: Binding, context: dict) -> dict:
         "rule_item_width": 1 + max((len(i.dims) for i in program.items.values()), default=0),
         "rule_items": list(program.items),
         "rule_parts": [r.name for r in program.parts],
-        "rule_tables": tables,
-        "rule_table_locals": [line for q, table in enumerate(tables)
-                              for line in (f"rd{q} = int(derived[{q}])", f"rr{q} = meta[{table} + TABLE_ROWS]")],
+        "rule_small_tables": names.small,
+        "rule_table_locals": table_locals,
     }
+
+
+def _small_tables(model: CheckedModel, context: dict, tables: list[str]) -> list[str]:
+    """The tables all of whose axes are bounded by the structure's arguments (a transition matrix,
+    a grammar's rules, a length distribution): prepare() writes their weights out once per E-step
+    call. A table with a vocabulary axis (a state's words) may be large, and stepwise EM prepares
+    once per mini-batch: it is read lazily."""
+    const = {label.split(":", 1)[1]: c for c, _index, label in context["meta"] if label.startswith("table:")}
+    small = []
+    for factor in model.tables():
+        spaces = factor.context_spaces + factor.outcome_spaces
+        if const.get(factor.table) in tables and all(s.startswith("rules:upto:") for s in spaces):
+            small.append(const[factor.table])
+    return small
 
 
 def _level_binding(names: Names, rule: Rule) -> tuple[dict[str, str], list[Step]]:
@@ -164,7 +182,7 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
         nest.steps = steps + nest.steps
-        lines += render_nest(nest, [], 4, accumulate=(f"chart[{nest.head_cell}]", product(nest.product)))
+        lines += render_nest(nest, [], 4, accumulate=(f"chart[{nest.head_cell}]", nest.product))
     lines += ["    top = 0.0"]
     lines += _level_cells(names, "top = max(top, chart[cell])", 4)
     lines += ["    if top > 0.0:"]
@@ -261,22 +279,39 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         nest = build_nest(names, rule, rule_reads, _tokens(tokens, rule), bound, "ls[lev]")
         nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let"),
                                            Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if")]
-        inner = [f"mu = roh * {product(nest.product)}", "if mu != 0.0:"]
-        for q, read in enumerate(rule_reads):
-            if read.learned:
-                inner += ["    " + line for line in _count_lines(f"entry(meta, {read.table}, {read.row}, {read.outcome})",
-                                                                 "mu * weight")]
-        for q, cell in enumerate(nest.body_cells):
-            others = [p for p in nest.product if p != f"ru{q}"]
-            inner.append(f"    out[{cell}] += roh * {product(others)}")
-        lines += render_nest(nest, inner, 4)
+        # a factor's count sums the marginals of the firings that share its entry, in a local,
+        # over the loops deeper than the factor's read (an emission's over the previous states)
+        learned = [(q, read) for q, read in enumerate(rule_reads) if read.learned]
+        sums = [Sum(f"rm{q}", _read_needs(nest, q), _count_lines(_cell(names, read), f"rm{q} * weight"))
+                for q, read in learned]
+
+        def inner(hoisted: set[str], nest=nest, learned=learned) -> list[str]:
+            lines = [f"mu = {ordered_product(nest, nest.product, 'roh')}"]
+            for q, read in learned:
+                lines += [f"rm{q} += mu"] if f"rm{q}" in hoisted else _count_lines(_cell(names, read), "mu * weight")
+            for q, cell in enumerate(nest.body_cells):
+                others = [p for p in nest.product if p != f"ru{q}"]
+                lines.append(f"out[{cell}] += {ordered_product(nest, others, 'roh')}")
+            return lines
+
+        lines += render_nest(nest, inner, 4, sums=sums)
     return lines
 
 
+def _read_needs(nest: Nest, q: int) -> set[str]:
+    """What factor q's read (rw<q>) needs bound, the token locals it reads included."""
+    return next(s.needs for s in nest.steps if s.text.startswith(f"rw{q} = "))
+
+
 def _count_lines(index: str, value: str) -> list[str]:
-    """The _counts.j2 `add` macro, inline."""
-    return [f"cell = {index}", "if tracked and mark[cell] == 0:", "    mark[cell] = 1", "    listed += 1",
-            "    touched[listed] = cell", f"dense[cell] += {value}"]
+    """The _counts.j2 `add` macro, inline; the untracked path (batch EM) has no test of its own."""
+    return [f"cell = {index}", f"dense[cell] += {value}", "if tracked and mark[cell] == 0:", "    mark[cell] = 1",
+            "    listed += 1", "    touched[listed] = cell"]
+
+
+def _cell(names: Names, read) -> str:
+    q = names.tables.index(read.table)
+    return f"ro{q} + ({read.outcome}) * rr{q} + {read.row}"
 
 
 def _readback(names: Names, reads: dict, tokens: dict) -> dict:
@@ -354,6 +389,6 @@ def _part_counts(names: Names, reads: dict, tokens: dict) -> list[str]:
         body += [f"{t.local} = {t.expr}" for t in _tokens(tokens, rule)]
         for read in _reads(reads, rule):
             if read.learned:
-                body += _count_lines(f"entry(meta, {read.table}, {read.row}, {read.outcome})", "value")
+                body += _count_lines(_cell(names, read), "value")
         lines += ["    " + b for b in (body or ["pass"])]
     return lines or ["pass"]

@@ -33,7 +33,8 @@ class Names:
 
     program: Program
     args: dict[str, str]  # argument -> local
-    tables: list[str] = field(default_factory=list)  # the tables' constants, in the order prepare() writes them
+    tables: list[str] = field(default_factory=list)  # the tables' constants the program reads
+    small: list[str] = field(default_factory=list)  # those prepare() writes out, in its order
 
     def item(self, name: str) -> int:
         return list(self.program.items).index(name)
@@ -183,11 +184,12 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
 
 
 def table_read(names: Names, read) -> str:
-    """A factor's weight: from the small tables prepare() wrote out (rd<q> their start in derived,
-    -1 for a large table, rr<q> their rows), else through the lazy parameter view."""
+    """A factor's weight: one load from a small table prepare() wrote out (rd<q> its start in
+    derived, rr<q> its rows), else through the lazy parameter view."""
     q = names.tables.index(read.table)
-    return (f"derived[rd{q} + ({read.outcome}) * rr{q} + {read.row}] if rd{q} >= 0 "
-            f"else read(params, meta, {read.table}, {read.row}, {read.outcome})")
+    if read.table in names.small:
+        return f"derived[rd{q} + ({read.outcome}) * rr{q} + {read.row}]"
+    return f"read(params, meta, {read.table}, {read.row}, {read.outcome})"
 
 
 def _range_step(names: Names, rule: Rule, var: str) -> Step:
@@ -206,13 +208,25 @@ def _extreme(function: str, codes: list[str]) -> str:
     return out
 
 
-def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool = True,
-                accumulate: tuple[str, str] | None = None) -> list[str]:
+@dataclass
+class Sum:
+    """A value summed over the loops deeper than where `needs` are bound (a factor's count over
+    the firings that share its entry): `name = 0.0` there, `close` (lines using it) after them."""
+
+    name: str
+    needs: set[str]
+    close: list[str]
+    hoisted: bool = False
+
+
+def render_nest(nest: Nest, innermost, indent: int, skip_zero: bool = True,
+                accumulate: tuple[str, str] | None = None, sums: list[Sum] = ()) -> list[str]:
     """The nest as lines: each step at the shallowest depth where what it needs is bound, then
-    `innermost` (lines using the locals) inside all the loops. `accumulate` = (target, value):
-    innermost does target = plus(semiring, target, value), summed in a local over the innermost
-    loop when the target does not depend on that loop's variable (a register, not a store per
-    term)."""
+    `innermost` (lines using the locals) inside all the loops. `accumulate` = (target, locals):
+    innermost does target = plus(semiring, target, the locals' product), summed in a local over
+    the innermost loop when the target does not depend on that loop's variable (a register, not a
+    store per term). `sums` are placed as their needs allow (Sum); `innermost` may be a function of the
+    names of the sums that were hoisted, giving the lines."""
     lines: list[str] = []
     placed: set[int] = set()
     bound: set[str] = set()
@@ -237,15 +251,24 @@ def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool =
                     if skip_zero and depth < len(nest.loops) and target.startswith("ru") and target[2:].isdigit():
                         lines.append(" " * pad + f"if {target} != 0.0:")
                         pad += 4
+        if depth < len(nest.loops):
+            for s in sums:
+                if not s.hoisted and s.needs <= bound:
+                    s.hoisted = True
+                    lines.append(" " * pad + f"{s.name} = 0.0")
+                    closing.append((pad, s.close))
         return pad
 
+    closing: list[tuple[int, list[str]]] = []
     pad = place(pad, 0)
-    closing: list[tuple[int, str]] = []
     for depth, (local, lo, hi) in enumerate(nest.loops):
         if accumulate is not None and depth == len(nest.loops) - 1 and local not in needs_of(accumulate[0]):
+            # the innermost loop sums the terms' changing factors; the others multiply the sum once
+            # (under max too: max_j(c a_j) = c max_j(a_j) for c >= 0)
+            outer, inner = split_product(nest, accumulate[1])
             lines.append(" " * pad + "acc = 0.0")
-            closing.append((pad, f"{accumulate[0]} = plus(semiring, {accumulate[0]}, acc)"))
-            innermost = [f"acc = plus(semiring, acc, {accumulate[1]})"]
+            closing.append((pad, [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, acc * {product(outer)})"]))
+            innermost = [f"acc = plus(semiring, acc, {product(inner)})"]
             accumulate = None
         lines.append(" " * pad + f"for {local} in range({lo}, {hi} + 1):")
         pad += 4
@@ -254,11 +277,35 @@ def render_nest(nest: Nest, innermost: list[str], indent: int, skip_zero: bool =
     missing = [s.text for q, s in enumerate(nest.steps) if q not in placed]
     assert not missing, f"unplaced steps: {missing}"
     if accumulate is not None:
-        innermost = [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, {accumulate[1]})"]
+        innermost = [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, {product(accumulate[1])})"]
+    if callable(innermost):
+        innermost = innermost({s.name for s in sums if s.hoisted})
     lines.extend(" " * pad + line for line in innermost)
-    lines.extend(" " * at + line for at, line in closing)
+    for at, close in reversed(closing):  # inner loops close first
+        lines.extend(" " * at + line for line in close)
     return lines
 
 
 def product(locals_: list[str]) -> str:
     return " * ".join(locals_) if locals_ else "1.0"
+
+
+def split_product(nest: Nest, locals_: list[str]) -> tuple[list[str], list[str]]:
+    """The locals that do not change in the innermost loop, and those that do: writing the first
+    ones first (`(a * b) * c * d`) lets LLVM compute their product once per innermost loop."""
+    if not nest.loops:
+        return locals_, []
+    moving = {nest.loops[-1][0]}
+    for step in nest.steps:  # steps are listed bodies-after-what-they-read, so one pass suffices
+        if step.kind == "let" and step.needs & moving:
+            moving.add(step.text.split(" = ")[0])
+    inner = [x for x in locals_ if x in moving]
+    return [x for x in locals_ if x not in moving], inner
+
+
+def ordered_product(nest: Nest, locals_: list[str], first: str | None = None) -> str:
+    """product() with what the innermost loop does not change first, in parentheses."""
+    outer, inner = split_product(nest, locals_)
+    outer = ([first] if first else []) + outer
+    head = f"({product(outer)})" if len(outer) > 1 else product(outer) if outer else ""
+    return " * ".join([x for x in [head] if x] + inner) or "1.0"
