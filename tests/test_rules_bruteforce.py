@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from emc.spec.check import check
+from emc.spec.parse import parse_text
+from emc.structures.rules.program import evaluate
 from helpers import check_against_enumeration, problem_from_lines, random_params
-from reference import rule_decoded_form, rule_structures
+from reference import projective_trees, rule_decoded_form, rule_derivations, rule_structures
 
 TOKENS = ["a b c", "b c a a", "c a", "a", "b b c"]
 # (spec, overrides, data): the reference rule programs at sizes brute force can enumerate
@@ -20,6 +23,7 @@ CASES = [
     ("rules/pcfg.em", {"labels": 2}, TOKENS),
     ("rules/dmv.em", {}, TOKENS),
     ("hsmm.em", {"classes": 2, "maxlen": 2}, TOKENS),
+    ("evg.em", {}, TOKENS),
 ]
 
 
@@ -49,3 +53,21 @@ def test_rule_samples_follow_the_posterior(tmp_path, name, overrides, data):
     problem = problem_from_lines(tmp_path, spec_text(name), data[:2], None, overrides)
     params = random_params(problem, np.random.default_rng(3))
     check_sampler(problem, params, list(rule_structures(problem, 0)))
+
+
+@pytest.mark.parametrize("name", ["rules/dmv.em", "evg.em"])
+def test_dependency_programs_derive_each_projective_tree_once(name):
+    """Split heads with valence are unambiguous: one derivation per projective tree, and each
+    derivation's attachments form that tree."""
+    program = check(parse_text(spec_text(name), name)).structure.program
+    for n in range(1, 6):
+        trees = set()
+        for derivation in rule_derivations(program, n, {}):
+            heads = [None] * n
+            for firing in derivation:
+                if firing.rule.attach is not None:
+                    dependent, head = firing.rule.attach
+                    heads[evaluate(dependent, firing.env)] = 0 if head is None else evaluate(head, firing.env) + 1
+            trees.add(tuple(heads))
+        assert trees == set(projective_trees(n))
+        assert sum(1 for _ in rule_derivations(program, n, {})) == len(trees)
