@@ -194,7 +194,9 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     root_m = np.empty(n)
     arcs = np.empty((n, n))
     stops = np.empty((n, 2, 2, 2))
-    log_z = dp.marginals(SUM, root, attach, stop, n, root_m, arcs, stops)
+    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
+    # this too (a literal compiles it once more)
+    log_z = dp.marginals(np.int64(SUM), root, attach, stop, n, root_m, arcs, stops)
     for a in range(n):
         out[a * (n + 1)] = root_m[a]
         for h in range(n):

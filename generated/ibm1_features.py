@@ -141,7 +141,9 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
     posterior = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
-    log_z = _posterior(SUM, posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
+    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
+    # this too (a literal compiles it once more)
+    log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):

@@ -165,7 +165,9 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     lo, hi = dp.class_range(_label(ex, ints, layout), meta[M_CLASSES])
     score = _class_scores(ex, lo, hi, ints, layout, meta, params)
     marg = np.empty(hi - lo)
-    log_z = dp.class_marginals(SUM, score, marg)
+    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
+    # this too (a literal compiles it once more)
+    log_z = dp.class_marginals(np.int64(SUM), score, marg)
     out[:meta[M_CLASSES]] = 0.0
     out[lo:hi] = marg
     return log_z

@@ -143,6 +143,8 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(c = k | example) for every class k."""
     marg = np.empty(meta[M_CLASSES])
-    log_z = dp.class_marginals(SUM, _class_scores(ex, ints, layout, meta, params), marg)
+    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
+    # this too (a literal compiles it once more)
+    log_z = dp.class_marginals(np.int64(SUM), _class_scores(ex, ints, layout, meta, params), marg)
     out[:meta[M_CLASSES]] = marg
     return log_z
