@@ -17,3 +17,7 @@ def test_resources_ship_with_the_installed_package():
     assert "start:" in resources.files("emc.grammars").joinpath("em.lark").read_text()
     assert resources.files("emc.codegen").joinpath("templates", "chain.py.j2").is_file()
     assert "model hmm" in resources.files("emc.specs").joinpath("hmm.em").read_text()
+
+
+def test_the_rule_programs_ship_too():
+    assert "structure tags(x" in resources.files("emc.specs.rules").joinpath("chain.em").read_text()

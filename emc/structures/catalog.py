@@ -107,4 +107,33 @@ def catalog_markdown() -> str:
             out.append(f"| `{path}` | {role} | `{attr.space}` | {attr.slot or 'any'} | {meaning} |")
         out.append("")
         out.append("Slots: " + "; ".join(f"`{s.name}` ({s.help})" for s in structure.slots) + ".\n")
+    out.append(rule_programs_markdown())
     return "\n".join(out)
+
+
+def rule_programs_markdown() -> str:
+    """The structures written as rules in the reference specs (emc.specs, emc.specs.rules): each
+    one's spec, signature and parts with their attributes."""
+    from importlib import resources
+
+    from emc.spec.parse import parse_text
+    from emc.structures.rules.program import check_program
+
+    def refuse(pos, message, hint=None):
+        raise ValueError(f"a reference rule program fails its check: {message}")
+
+    out = ["### Structures written as rules\n",
+           "Written in the spec itself (\"Writing your own structure\"); these come with emc:\n",
+           "| spec | structure | parts and their attributes |\n| --- | --- | --- |"]
+    for package, prefix in (("emc.specs", "specs/"), ("emc.specs.rules", "specs/rules/")):
+        for entry in sorted(resources.files(package).iterdir(), key=lambda e: e.name):
+            if not entry.name.endswith(".em"):
+                continue
+            spec = parse_text(entry.read_text(encoding="utf-8"), entry.name)
+            for decl in spec.structures:
+                program = check_program(decl, refuse)
+                args = ", ".join([*decl.observed, *(f"{name}={value}" for name, value, _ in decl.args)])
+                parts = "; ".join(f"`{r.name}`: " + ", ".join([*r.params, *(a.name for a in r.where)])
+                                  for r in program.parts)
+                out.append(f"| `{prefix}{entry.name}` | `{decl.name}({args})` | {parts} |")
+    return "\n".join(out) + "\n"

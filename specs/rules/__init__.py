@@ -1,0 +1,1 @@
+"""The built-in structures restated as rule programs (docs/writing-models.md), shipped as emc.specs.rules."""
