@@ -25,8 +25,11 @@ its gradient in w_r is X_r^T (N_r P - C) + kappa w_r and its Hessian times v is
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 ARMIJO = 1e-4          # sufficient decrease: loss(x + a d) <= loss(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the block keeps its weights
@@ -171,12 +174,37 @@ def _maximize_row(a, b, indptr, local, offsets, counts, kappa, weights, iteratio
         loss = trial_loss
 
 
-@njit(cache=True, parallel=True)
-def maximize_rows(entry_ptr, indptr, local, column_ptr, columns, offsets, counts, kappa, weights, iterations, gtol):
+def maximize_rows(entry_ptr: np.ndarray, indptr: np.ndarray, local: np.ndarray, column_ptr: np.ndarray,
+                  columns: np.ndarray, offsets: np.ndarray, counts: np.ndarray, kappa: float, weights: np.ndarray,
+                  iterations: int, gtol: float) -> None:
     """_maximize_row for every row r: its entries entry_ptr[r]..entry_ptr[r+1]-1, its weights
     weights[columns[column_ptr[r]:column_ptr[r+1]]] (updated in place), the pair features'
-    score of each entry in `offsets`."""
-    for r in prange(entry_ptr.size - 1):
+    score of each entry in `offsets`. The rows are cut into one run per numba thread, of about
+    equal entries, each run on a thread of its own (maximize_row_run releases the GIL; rows share
+    no weights). Not a numba prange loop: that parallel loop compiled for longer than the Newton
+    method it runs (numba links its callees into it and optimises them again)."""
+    rows = entry_ptr.size - 1
+    runs = max(1, min(numba.get_num_threads(), rows))
+    bounds = np.searchsorted(entry_ptr, entry_ptr[-1] * np.arange(runs + 1) / runs, side="left")
+    bounds[0], bounds[-1] = 0, rows
+    bounds = np.maximum.accumulate(bounds)
+
+    def run(q: int) -> None:
+        maximize_row_run(bounds[q], bounds[q + 1], entry_ptr, indptr, local, column_ptr, columns, offsets, counts,
+                         kappa, weights, iterations, gtol)
+
+    if runs == 1:
+        run(0)
+        return
+    with ThreadPoolExecutor(runs) as threads:
+        list(threads.map(run, range(runs)))  # list(): a run's error is raised here
+
+
+@njit(cache=True, nogil=True)
+def maximize_row_run(first, last, entry_ptr, indptr, local, column_ptr, columns, offsets, counts, kappa, weights,
+                     iterations, gtol):
+    """maximize_rows on rows first..last-1."""
+    for r in range(first, last):
         own = columns[column_ptr[r]:column_ptr[r + 1]]
         if own.size:
             row_weights = weights[own]
