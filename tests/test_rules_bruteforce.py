@@ -24,6 +24,7 @@ CASES = [
     ("rules/dmv.em", {}, TOKENS),
     ("hsmm.em", {"classes": 2, "maxlen": 2}, TOKENS),
     ("evg.em", {}, TOKENS),
+    ("hmm_mixture.em", {"components": 2, "states": 2}, TOKENS[:3]),
 ]
 
 

@@ -83,8 +83,9 @@ class Program:
         return [r for r in self.rules if r.kind == "goal"]
 
     def level(self, item: str, values: tuple[int, ...], n: int) -> int:
-        """The level of an item: 0 for items with no position index that are only read (built
-        before everything), n + 2 for those that are built (after everything), else 1 + its key."""
+        """The level of an item: for items with no position index, 0 when only axioms make them
+        (there before everything) and n + 2 when a part builds them (after everything); else 1 +
+        its key."""
         spec = self.items[item]
         pos = spec.positions
         if not pos:
@@ -94,7 +95,8 @@ class Program:
         return 1 + values[pos[-1]] - values[pos[0]]
 
     def is_built(self, item: str) -> bool:
-        return any(r.head.name == item for r in self.rules if r.kind != "goal")
+        """Whether a part builds the item (one only axioms make is there from the start)."""
+        return any(r.head.name == item for r in self.rules if r.kind == "part")
 
 
 def evaluate(lin: ir.Lin, env: dict[str, int]) -> int:
