@@ -1,0 +1,81 @@
+"""A structure written as rules through the command line: fit, decode (best derivation, posterior
+draws), info, and the front end's messages for programs that are wrong."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+from emc.cli import main
+
+SPEC = str(ROOT / "specs" / "hsmm.em")
+CONLL = """Rockwell NNP B-NP
+said VBD B-VP
+the DT B-NP
+agreement NN I-NP
+calls VBZ B-VP
+. . O
+
+He PRP B-NP
+ran VBD B-VP
+"""
+
+
+def test_fit_decode_sample_info(tmp_path, capsys):
+    data = tmp_path / "train.txt"
+    data.write_text(CONLL)
+    run = tmp_path / "run"
+    assert main(["fit", SPEC, str(data), "--format", "conll", "--word-column", "2", "--gold-column", "3",
+                 "--set", "classes=3", "--set", "maxlen=3", "--iterations", "3", "--out", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert "boundary_f1" in err and "class_many_to_one" in err
+    tags = tmp_path / "tags.txt"
+    tags.write_text("NNP VBD DT NN\n\nPRP VBD\n")
+    assert main(["decode", str(run), str(tags)]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[1] == ""  # an empty example prints an empty line
+    parts = re.findall(r"(\w+)\(([\d,]+)\)", lines[0])
+    assert parts and {name for name, _ in parts} <= {"start", "grow", "close"}
+    # the closed segments cover the sentence left to right
+    closed = [tuple(map(int, v.split(","))) for name, v in parts if name == "close"]
+    assert [(i - l, i) for i, c, l in closed][0][0] == 0 and closed[-1][0] == 4
+    assert main(["decode", str(run), str(tags), "--sample", "3", "--seed", "5"]) == 0
+    drawn = capsys.readouterr().out.split("\n")
+    # example 1's three draws, the empty example's three empty lines, example 3's three draws
+    assert all(line.startswith("start(0,") for line in drawn[:3] + drawn[6:9]) and drawn[3:6] == ["", "", ""]
+    assert main(["decode", str(run), str(tags), "--posteriors"]) != 0
+    assert "--posteriors is not available for structures written as rules" in capsys.readouterr().err
+    assert main(["info", str(run)]) == 0
+    assert "written as rules" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("program, message", [
+    ("part  seg(i, j, c) : done(j, c) += done(i, b) for c in 0..classes-1",
+     "declares the variables (i, j, c) but uses"),
+    ("part  seg(i, j, b, c) : done(j, c) += donee(i, b) for c in 0..classes-1, i in j-2..j-1",
+     "unknown item 'donee'"),
+    ("part  seg(i, j, b, c) : done(j, c) += done(i, b, c) for c in 0..classes-1, i in j-2..j-1",
+     "item 'done' has 2 indices, not 3"),
+    ("part  seg(i, j, b, c) : done(j, c) += done(i, b) for c in 0..classes-1, i in j..j+1",
+     "cannot order the chart"),
+    ("part  seg(i, j, b, c, z) : done(j, c) += done(i, b) for c in 0..classes-1, i in j-2..j-1",
+     "declares the variables"),
+])
+def test_wrong_programs_are_named_with_their_position(tmp_path, capsys, program, message):
+    spec = tmp_path / "bad.em"
+    spec.write_text(f"""model bad
+observed x : tokens
+structure chunks(x, classes=2)
+  item  done(i in 0..n, c in 0..classes)
+  axiom done(0, classes)
+  {program}
+  goal  done(n, c) for c in 0..classes-1
+latent s : chunks(x)
+multinomial trans : P(s.c | s.b)
+""")
+    assert main(["check", str(spec)]) != 0
+    err = capsys.readouterr().err
+    assert message in err
+    assert re.search(r"bad\.em:6:\d+: error", err), err
+    assert "Traceback" not in err
