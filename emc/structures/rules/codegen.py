@@ -15,7 +15,7 @@ from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
 from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, layout_code, level_code, needs_of,
                                        product, render_nest)
-from emc.structures.rules.program import N, Program, Rule, arity_bound
+from emc.structures.rules.program import N, Program, Rule, arity_bound, closure
 from emc.structures.rules.spans import span_attributes
 
 TEMPLATE = "rules.py.j2"
@@ -200,16 +200,7 @@ def _level_vars(names: Names, rule: Rule, bound: dict[str, str]) -> list[str]:
             wanted |= {v for v in ref.args[d].names if v in rule.bounds}
     for code in bound.values():
         wanted |= {rule.order[int(v[2:])] for v in needs_of(code)}
-    changed = True
-    while changed:
-        changed = False
-        for var in list(wanted):
-            for end in rule.bounds[var][0] + rule.bounds[var][1]:
-                for name in end.names:
-                    if name in rule.bounds and name not in wanted:
-                        wanted.add(name)
-                        changed = True
-    return [v for v in rule.order if v in wanted]
+    return closure(rule, wanted)
 
 
 def _level_cells(names: Names, action: str, indent: int) -> list[str]:
