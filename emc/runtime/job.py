@@ -41,10 +41,18 @@ from emc.spec.errors import EmcError, did_you_mean
 from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 
-# The first run's estimate: a cold compile of specs/hmm.em takes 6 s on an idle 2-core machine
-# without gold tags (the E-step alone: bench/hmm_vs_hmmlearn.py's cold line), 12 s with them (the
-# decoder too), and two to three times that with the machine shared by other work.
-COMPILE_SECONDS = "5 to 30"
+# The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up"): the
+# CPU seconds of a cold `emc fit --iterations 1` of every reference spec, about its wall seconds on
+# an idle machine (single-threaded compiles): 5-22 s without featured blocks (label 5, chain 10-13,
+# spantree 12-16, deptree 18, alignment 12-22), 24-39 s with them (their M-step compiles too);
+# a decoder (data with gold annotations) adds to it, and a machine shared with other work doubles it.
+COMPILE_SECONDS = "5 to 25"
+FEATURED_COMPILE_SECONDS = "25 to 40"
+
+
+def compile_estimate(problem: Problem) -> str:
+    """What the first run of a model usually takes to compile, in seconds (a range)."""
+    return FEATURED_COMPILE_SECONDS if problem.layout.featured() else COMPILE_SECONDS
 
 
 @dataclass
@@ -254,7 +262,7 @@ class Runner:
         first = not self.compiled and not is_compiled(module)
         if first:
             self.say(f"emc: compiling model {problem.model.name} for this machine, once per spec (usually "
-                     f"{COMPILE_SECONDS} s; later runs load it from the cache in about a second)")
+                     f"{compile_estimate(problem)} s; later runs load it from the cache in about a second)")
         seconds = executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
         if first:
             mark_compiled(module)
