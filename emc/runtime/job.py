@@ -43,16 +43,23 @@ from emc.spec.parse import parse_file, parse_text
 
 # The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up"): the
 # CPU seconds of a cold `emc fit --iterations 1` of every reference spec, about its wall seconds on
-# an idle machine (single-threaded compiles): 5-22 s without featured blocks (label 5, chain 10-13,
-# spantree 12-16, deptree 18, alignment 12-22), 24-39 s with them (their M-step compiles too);
-# a decoder (data with gold annotations) adds to it, and a machine shared with other work doubles it.
+# an idle machine (single-threaded compiles): 5-22 s for a built-in structure without featured
+# blocks (label 5, chain 10-13, spantree 12-16, deptree 18, alignment 12-22), 10-30 s for a
+# structure written as rules (specs/rules/: segment 10, chain 10, pcfg 13, dmv 30), 16-39 s with
+# featured blocks (their M-step compiles too); a decoder (data with gold annotations) adds to it,
+# and a machine shared with other work doubles it.
 COMPILE_SECONDS = "5 to 25"
-FEATURED_COMPILE_SECONDS = "25 to 40"
+RULES_COMPILE_SECONDS = "10 to 30"
+FEATURED_COMPILE_SECONDS = "15 to 40"
 
 
 def compile_estimate(problem: Problem) -> str:
     """What the first run of a model usually takes to compile, in seconds (a range)."""
-    return FEATURED_COMPILE_SECONDS if problem.layout.featured() else COMPILE_SECONDS
+    if problem.layout.featured():
+        return FEATURED_COMPILE_SECONDS
+    if getattr(problem.model.checked.structure, "program", None) is not None:  # written as rules
+        return RULES_COMPILE_SECONDS
+    return COMPILE_SECONDS
 
 
 @dataclass
