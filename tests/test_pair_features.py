@@ -173,6 +173,21 @@ def test_the_m_step_never_lowers_its_objective_and_normalises_each_row(tmp_path,
     np.testing.assert_allclose(row_sums[row_sums > 0], 1.0)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_m_step_on_several_threads_equals_one(tmp_path, monkeypatch, threads):
+    """maximize_rows cuts the rows into one run per thread (Python threads over a nogil loop): the
+    rows own disjoint weights, so the cut changes nothing."""
+    rng = np.random.default_rng(threads)
+    block = block_of(problem_from_lines(tmp_path, IBM1, LINES))
+    counts = rng.gamma(0.8, size=block.design.shape[0])
+    start = rng.normal(size=block.n_features)
+    assert block._entry_ptr.size - 1 > threads  # rows enough for every thread to get some
+    monkeypatch.setattr(pair_mstep.numba, "get_num_threads", lambda: 1)
+    one = block.maximize(counts, start, 3)
+    monkeypatch.setattr(pair_mstep.numba, "get_num_threads", lambda: threads)
+    np.testing.assert_array_equal(block.maximize(counts, start, 3), one)
+
+
 @pytest.mark.parametrize("spec", [IBM1, HMM], ids=["ibm1", "hmm"])
 @pytest.mark.parametrize("seed", range(3))
 def test_the_estep_over_featured_probabilities_equals_enumeration(tmp_path, spec, seed):
