@@ -20,6 +20,7 @@ from emc.structures.semiring import MAX, SUM, plus
 STRUCTURE = "rules"
 PART_WIDTH = 5  # a decoded part: its number, then its variables
 ITEM_WIDTH = 4  # an item on the read-back stack: its type, then its indices
+PARTS_PER_LEVEL = 12  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
 ARRAYS = ('offsets', 'tokens:x', )
@@ -615,7 +616,7 @@ def _buffers(ex, ints, layout, meta):
     cells = _cells(ex, ints, layout, meta)
     offsets = array(ints, layout, A_OFFSETS)
     n = offsets[ex + 1] - offsets[ex]
-    capacity = 4 * (n + 3) * 3
+    capacity = (n + 3) * PARTS_PER_LEVEL
     return (np.zeros(cells), np.empty(n + 3), np.empty((capacity, PART_WIDTH), np.int64),
             np.empty((capacity + 1, ITEM_WIDTH), np.int64), np.empty(PART_WIDTH + ITEM_WIDTH + 8, np.int64))
 

@@ -15,7 +15,7 @@ from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
 from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, layout_code, level_code, needs_of,
                                        product, render_nest)
-from emc.structures.rules.program import N, Program, Rule, arity_bound, closure
+from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules.spans import span_attributes
 
 TEMPLATE = "rules.py.j2"
@@ -91,6 +91,7 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
         "rule_readback": _readback(names, reads, tokens),
         "rule_part_counts": _part_counts(names, reads, tokens),
         "rule_width": arity_bound(program),
+        "rule_parts_per_level": parts_per_level(program),
         "rule_item_width": 1 + max((len(i.dims) for i in program.items.values()), default=0),
         "rule_items": list(program.items),
         "rule_parts": [r.name for r in program.parts],

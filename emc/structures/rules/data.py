@@ -23,7 +23,7 @@ from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
-from emc.structures.rules.program import arity_bound
+from emc.structures.rules.program import arity_bound, parts_per_level
 from emc.structures.rules.spans import pack_spans
 from emc.structures.segmentation import data as segmentation_data
 
@@ -102,7 +102,7 @@ def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
     """out[0] = the number of parts, then each part's number and variables (PART_WIDTH values)."""
     lengths = corpus.fields[_observed(model)].lengths()
     program = model.structure.program
-    return 1 + 4 * (lengths + 3) * len(program.items) * arity_bound(program)
+    return 1 + (lengths + 3) * parts_per_level(program) * arity_bound(program)
 
 
 def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) -> np.ndarray:

@@ -83,14 +83,11 @@ def level_code(names: Names, ref: ir.ItemRef, rule: Rule | None, values: list[st
     codes = values if values is not None else [names.lin(a, rule) for a in ref.args]
     pos = item.positions
     if not pos:
-        return "(n + 2)" if _built_by_part(program, ref.name) else "0"
+        return "(n + 2)" if program.is_built(ref.name) else "0"
     if program.kind == "last":
         return f"(1 + {codes[pos[-1]]})"
     return f"(1 + {codes[pos[-1]]} - {codes[pos[0]]})"
 
-
-def _built_by_part(program: Program, item: str) -> bool:
-    return any(r.kind == "part" and r.head.name == item for r in program.rules)
 
 
 @dataclass

@@ -396,6 +396,13 @@ def _type_order(program: Program, firings: list[Firing]) -> Firing | None:
     return None
 
 
+def parts_per_level(program: Program) -> int:
+    """How many parts a decoded derivation may hold per level of its chart (n + 3 levels): the
+    read-back's buffers (generated code) and the decode buffer (data.decoded_length) both size
+    by it, and a derivation longer than that is refused rather than cut."""
+    return 4 * len(program.items)
+
+
 def arity_bound(program: Program) -> int:
     """The most values a decoded part takes: its number and its variables."""
     return 1 + max((len(r.params) for r in program.parts), default=0)
