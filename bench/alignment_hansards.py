@@ -13,7 +13,7 @@ iterations of IBM 1 (--init ibm1); each then runs --iterations of batch EM (5, f
 default).
 
 --features also fits specs/ibm1_features.em and specs/hmm_align_features.em (the translation table
-log-linear, with pair features shared by every source word: emc/runtime/pair_features.py) in the
+log-linear, with pair features shared by every source word: emc/runtime/blocks/pair_features.py) in the
 same run, each beside its plain spec (--kappa sets their l2 penalty).
 
 fast_align on exactly this text (issue 5): plain IBM 1 43.7% English->French, 39.4% reverse,

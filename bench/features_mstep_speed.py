@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-import emc.runtime.features as features
+import emc.runtime.blocks.features as features
 from hmm_conll import load
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
-import emc.runtime.features as features
+import emc.runtime.blocks.features as features
 from hmm_conll import load
 
 

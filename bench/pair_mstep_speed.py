@@ -1,4 +1,4 @@
-"""Seconds per M-step of a featured translation table (emc/runtime/pair_features.py) on the
+"""Seconds per M-step of a featured translation table (emc/runtime/blocks/pair_features.py) on the
 Hansards text of bench/alignment_hansards.py: specs/ibm1_features.em, English->French, the
 expected counts of the E-step after 3 batch iterations from uniform tables; the M-step from the
 weights those iterations left, as EM runs it, and how far it gets towards the M-step's optimum

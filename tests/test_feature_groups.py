@@ -1,11 +1,11 @@
-"""The featured M-step's merged features (emc/runtime/feature_groups.py): projecting weights keeps
+"""The featured M-step's merged features (emc/runtime/blocks/feature_groups.py): projecting weights keeps
 every score and never adds penalty, the expansion is an isometry, and L-BFGS on the merged
 weights takes the iterates of L-BFGS on all the features from a start in their subspace."""
 import numpy as np
 import pytest
 import scipy.sparse
 
-from emc.runtime import feature_groups, features, loglinear
+from emc.runtime.blocks import feature_groups, features, loglinear
 from emc.spec.model import Feature
 
 

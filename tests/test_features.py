@@ -1,4 +1,4 @@
-"""Featured blocks (log-linear multinomials, emc/runtime/features.py): their spec surface, the
+"""Featured blocks (log-linear multinomials, emc/runtime/blocks/features.py): their spec surface, the
 gradient M-step against finite differences and against the plain M-step, EM's monotonicity, and the
 E-step over weight-given probabilities against brute force."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-import emc.runtime.features as features
+import emc.runtime.blocks.features as features
 from emc.cli import main
 from emc.io.views import apply_views
 from emc.priors import Prior
@@ -101,7 +101,7 @@ def test_the_objective_over_fixed_rows_and_spilled_entries_equals_the_dense_form
     block has, takes the passes' scalar paths)."""
     import scipy.sparse
 
-    from emc.runtime.loglinear import feature_columns, feature_rows, objective
+    from emc.runtime.blocks.loglinear import feature_columns, feature_rows, objective
 
     rng = np.random.default_rng(seed)
     outcomes, n_features = 30, 12
@@ -126,7 +126,7 @@ def test_the_vectorised_exp_matches_libm():
     """The M-step's own exp (the tiles of loglinear.probabilities_into, one row or several, each
     shifted by its log Z) is within a few units in the last place of numpy's over the range a
     softmax meets, and 0 below the smallest normal double."""
-    from emc.runtime.loglinear import SMALLEST, probabilities_into
+    from emc.runtime.blocks.loglinear import SMALLEST, probabilities_into
 
     x = np.concatenate([np.linspace(-708.0, 0.0, 200001), -np.logspace(-300, 2.8, 20001), [0.0, -0.0, -1e-320]])
     got = np.empty((x.size, 1))
@@ -622,7 +622,7 @@ def test_mstep_iterations_below_one_is_refused(tmp_path, capsys):
 def test_mstep_iterations_help_names_the_blocks_defaults():
     """The flag's help is written where numba is not imported, so it states the blocks' budgets
     in words: they must be the ones the blocks use."""
-    from emc.runtime import pair_features
+    from emc.runtime.blocks import pair_features
     from emc.runtime.settings import fit_options
 
     text = next(f for f in fit_options() if f.name == "mstep_iterations").metadata["help"]

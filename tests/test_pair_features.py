@@ -1,4 +1,4 @@
-"""Featured sparse tables over word pairs (emc/runtime/pair_features.py): the spec surface of pair
+"""Featured sparse tables over word pairs (emc/runtime/blocks/pair_features.py): the spec surface of pair
 features, which entries they fire on, the gradient of the shared weights and the compiled M-step's
 derivatives against finite differences, the E-step over weight-given probabilities against brute
 force (IBM 1 and the HMM aligner), the identity-only block against the plain table's EM trace,
@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-import emc.runtime.pair_features as pair_features
-from emc.runtime import pair_mstep
+import emc.runtime.blocks.pair_features as pair_features
+from emc.runtime.blocks import pair_mstep
 from conftest import ROOT
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings

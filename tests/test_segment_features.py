@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-import emc.runtime.features as features
+import emc.runtime.blocks.features as features
 from conftest import ROOT
 from emc.io.views import apply_views
 from emc.runtime.fit import fit

@@ -1,7 +1,7 @@
 """Dense feature vectors from a text file, one word per line: `word value value ...` (the format
 word2vec, GloVe and fastText write; a word2vec header line `count dimension` is skipped).
 
-A featured block reads them through the `vectors("file")` view (emc/runtime/features.py): each
+A featured block reads them through the `vectors("file")` view (emc/runtime/blocks/features.py): each
 dimension is a real-valued feature of the word, conjoined with the block's row.
 """
 from __future__ import annotations

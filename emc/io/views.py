@@ -1,6 +1,6 @@
 """Observed views: string functions of a token (`x.lower`, `x.suffix(3)`, `x.shape`, ...), and
 pair views: yes/no tests of two words (`pair.same`, `pair.prefix(4)`), the features a featured
-block over word pairs shares across its rows (emc/runtime/pair_features.py).
+block over word pairs shares across its rows (emc/runtime/blocks/pair_features.py).
 
 Each view of an observed variable gets its own vocabulary; views are computed once per corpus
 (per distinct token type), never in a hot loop. A view may follow another (`x.lower.suffix(2)`).

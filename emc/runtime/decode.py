@@ -16,7 +16,7 @@ import numpy as np
 
 from emc.io.readers import Lines
 from emc.runtime.executor import LocalExecutor
-from emc.runtime.features import decoding_theta, growing_spaces
+from emc.runtime.blocks.features import decoding_theta, growing_spaces
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamState, unknown_outcomes

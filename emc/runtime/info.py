@@ -94,7 +94,7 @@ def describe_run(run: str, top: int = 8) -> str:
     """`emc info RUN`: the saved model's spec in words; its parameters as its structure summarises
     them, when it does (a label over fields: each class's top tokens per field); each featured
     block's heaviest features for each context row (its weights, feature = value)."""
-    from emc.runtime.features import build
+    from emc.runtime.blocks.features import build
     from emc.runtime.model_dir import load_run
     from emc.runtime.params import ParamLayout
 
@@ -167,9 +167,9 @@ def _heaviest_alike(weights: np.ndarray, merged: np.ndarray, top: int) -> list[t
 
 
 def _sparse_feature_lines(factor, table, vocabs: dict, weights: np.ndarray, top: int) -> list[str]:
-    """A featured sparse table (emc/runtime/pair_features.py): its shared pair features' weights,
+    """A featured sparse table (emc/runtime/blocks/pair_features.py): its shared pair features' weights,
     then its heaviest conjoined features over all rows (a row per source word would be thousands)."""
-    from emc.runtime.pair_features import featured_sparse_table
+    from emc.runtime.blocks.pair_features import featured_sparse_table
 
     block = featured_sparse_table(factor, table, vocabs)
     shared = block.shared_weights(weights)

@@ -4,7 +4,7 @@ Each table's prior (emc/priors: none or `smooth add(a)`, `prior dirichlet(alpha)
 sparse(alpha, beta)`) owns its M-step and its log prior; the CLI's --smooth / --prior replace a
 block's (`overrides`, table name -> Prior). (Variational Bayes has its own update:
 emc/runtime/variants/vb.py.) A featured block's M-step is a gradient one over its feature weights
-(emc/runtime/features.py); its l2 penalty enters the objective here.
+(emc/runtime/blocks/features.py); its l2 penalty enters the objective here.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def maximize(layout: ParamLayout, counts: np.ndarray, previous: ParamState, over
 
 def maximize_featured(t: TableLayout, counts: np.ndarray, previous: ParamState, theta: np.ndarray,
                       iterations: int | None = None) -> np.ndarray:
-    """The gradient M-step of a featured table (emc/runtime/features.py), warm-started from the
+    """The gradient M-step of a featured table (emc/runtime/blocks/features.py), warm-started from the
     previous weights; its probabilities go into theta (which may be `counts` itself)."""
     block = t.featured
     start = previous.features.get(t.name)

@@ -46,7 +46,7 @@ class TableLayout:
     # sparse tables: the local row and outcome of each entry (None for dense tables)
     entry_rows: np.ndarray | None = field(default=None, repr=False)
     entry_outcomes: np.ndarray | None = field(default=None, repr=False)
-    # a featured block's feature matrix and kappa (emc.runtime.features.FeaturedBlock), set by bind
+    # a featured block's feature matrix and kappa (emc.runtime.blocks.features.FeaturedBlock), set by bind
     featured: Any = field(default=None, repr=False)
 
     @property
@@ -175,7 +175,7 @@ class ParamState:
     table_add: np.ndarray
     scale: np.ndarray  # shape (1,)
     # the weights (features x rows) of each featured table, by name; its entries in theta are
-    # always the probabilities these weights give (emc/runtime/features.py)
+    # always the probabilities these weights give (emc/runtime/blocks/features.py)
     features: dict[str, np.ndarray] = field(default_factory=dict)
 
     @staticmethod

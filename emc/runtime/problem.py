@@ -63,7 +63,7 @@ class Frozen(dict):
     """At decode time: the trained vocabulary sizes (a dict, space -> size), the entries of the
     trained sparse tables (`sparse`: table -> (rows, outcomes)), which packing must map data onto,
     and the spaces whose new values keep their ids (`growing`: a featured block scores them,
-    emc/runtime/features.py) where packing would make them `<unk>`."""
+    emc/runtime/blocks/features.py) where packing would make them `<unk>`."""
 
     def __init__(self, sizes: dict[str, int], sparse: dict[str, tuple[np.ndarray, np.ndarray]],
                  growing: frozenset[str] = frozenset()):
@@ -203,8 +203,8 @@ def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str
         if not factor.features:
             continue
         # imported here: pair_features imports scipy.sparse, 0.12 s of every warm start otherwise
-        from emc.runtime.features import build
-        from emc.runtime.pair_features import featured_sparse_table
+        from emc.runtime.blocks.features import build
+        from emc.runtime.blocks.pair_features import featured_sparse_table
         t = layout.table(factor.table)
         vocab = vocabs.get(t.outcome_spaces[0]) if len(t.outcome_spaces) == 1 else None
         if vocab is None:

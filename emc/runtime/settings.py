@@ -71,7 +71,7 @@ class FitSettings:
     labeled_weight: float = _setting(1.0, "semi-supervised: weight of the labeled examples' counts")
     unlabeled_weight: float = _setting(1.0, "semi-supervised: weight lambda of the unlabeled examples' counts "
                                        "(Nigam et al. 2000)")
-    # featured blocks (emc/runtime/features.py; a pair table's, emc/runtime/pair_features.py)
+    # featured blocks (emc/runtime/blocks/features.py; a pair table's, emc/runtime/blocks/pair_features.py)
     mstep_iterations: int | None = _setting(
         None, "featured blocks: at most N iterations of the gradient M-step's optimiser per M-step (default: 2 "
         "L-BFGS iterations per row, a pair table's 3 turns); a partial M-step is still a GEM step, and fewer "

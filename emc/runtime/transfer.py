@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.features import FeaturedBlock
+from emc.runtime.blocks.features import FeaturedBlock
 from emc.runtime.initialize import table_start
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_rows

@@ -40,7 +40,7 @@ class Feature:
 class PairFeature:
     """One pair feature of a featured block: `pair.prefix(4)` is text 'pair.prefix(4)', view
     'prefix' and n 4; it tests the block's outcome word against its context word, and its one
-    weight is shared by every row (emc/runtime/pair_features.py)."""
+    weight is shared by every row (emc/runtime/blocks/pair_features.py)."""
 
     text: str
     view: str
@@ -79,7 +79,7 @@ class Factor:
     fixed_path: str | None = None
     expr: ir.Expr | None = None
     # a featured block (`features(...)`): the views of its outcome, each conjoined with the
-    # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/features.py)
+    # context row, and the l2 penalty kappa of its log-linear weights (emc/runtime/blocks/features.py)
     features: tuple[Feature, ...] = ()
     l2: float = 0.0
     # pair features of a block over word pairs (`pair.same`, ...), each one weight shared by all rows

@@ -27,7 +27,7 @@ class Variant:
     paper = ""
     converges = True  # relative-objective convergence applies
     weighs_start = False  # the start counts as statistics (online_state.statistics_state): see init_noise
-    # why the variant cannot fit featured blocks (emc/runtime/features.py), or None when it can
+    # why the variant cannot fit featured blocks (emc/runtime/blocks/features.py), or None when it can
     refuses_features: str | None = None
     # whether each full E-step's posterior is projected onto the spec's constraints (emc/runtime/constraints.py)
     projects = False

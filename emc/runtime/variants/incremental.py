@@ -133,7 +133,7 @@ class Incremental(Variant):
             state.params.row_total[t.row_slice] = totals[t.row_slice]
 
 
-# Featured blocks (emc/runtime/features.py). The E-step must read their log-linear probabilities p,
+# Featured blocks (emc/runtime/blocks/features.py). The E-step must read their log-linear probabilities p,
 # not normalised statistics: theta holds p (row totals 1) and the passes leave those entries alone
 # (thawed = 0), while their statistics live in the pool of per-block counts like any block's. The
 # gradient M-step runs a few times a pass on mu = the pool's sums plus the starting pseudo-counts

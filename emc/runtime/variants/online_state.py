@@ -12,7 +12,7 @@ from emc.runtime.settings import START_MASSES
 from emc.spec.errors import EmcError
 
 # How often a pass of stepwise or incremental EM runs the gradient M-step of featured blocks
-# (emc/runtime/features.py): an M-step costs about a third of a batch E-step (CoNLL-2000), the
+# (emc/runtime/blocks/features.py): an M-step costs about a third of a batch E-step (CoNLL-2000), the
 # E-steps of thousands of mini-batches.
 # On CoNLL-2000 (bench/features_pos.py --stepwise) 10 a pass kept most of the accuracy of 50.
 FEATURED_MSTEPS_PER_PASS = 10

@@ -65,7 +65,7 @@ class Stepwise(Variant):
         state.extra["updates"] = updates
         return {"pass": state.step + 1, "objective": total, "updates": updates}
 
-    # Featured blocks (emc/runtime/features.py). The E-step must read their log-linear
+    # Featured blocks (emc/runtime/blocks/features.py). The E-step must read their log-linear
     # probabilities, not their normalised statistics, so their statistics mu are kept apart
     # (state.extra["featured_NAME"]) and theta shows the probabilities p (theta = p / scale, row
     # total 1 / scale). The compiled pass then updates what theta shows as it does any statistics:

@@ -10,7 +10,7 @@ The words a segment can be are every run of at most `maxlen` symbols inside an u
 `substrings` vocabulary, id 0 `<unk>`); decoding new data maps runs never seen in training to
 `<unk>`, whose probability is that of the runs seen once in training (emc/io/vocab.py), unless the
 word block is featured: a new run then keeps its own id and is scored from its features
-(emc/runtime/features.py, growing_spaces).
+(emc/runtime/blocks/features.py, growing_spaces).
 """
 from __future__ import annotations
 

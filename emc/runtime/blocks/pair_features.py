@@ -5,7 +5,7 @@ A link block P(a.target | a.source) holds only the (row, outcome) pairs that co-
 (its entries, emc/structures/alignment/). Featured, entry e = (v, r) scores
     score(v, r) = phi(v) . w_r + psi(v, r) . u
 phi(v) are the outcome's features (`a.target`, `a.target.lower`, ...), each conjoined with the row
-as in emc/runtime/features.py, but with a weight only for the (feature value, row) pairs some entry
+as in emc/runtime/blocks/features.py, but with a weight only for the (feature value, row) pairs some entry
 has (a dense features x rows matrix over two vocabularies would not fit); psi(v, r) are the pair
 features (`pair.same`, `pair.prefix(4)`, ...: emc/io/views.py), whose weights u are shared by every
 row. P(v | r) is the softmax of the scores over row r's entries, so the E-step and the DPs read
@@ -28,12 +28,12 @@ import scipy.sparse
 
 from emc.io.views import DENSE_VIEW, PAIR_VIEWS, apply_views
 from emc.io.vocab import UNK, Vocabulary
-from emc.runtime import pair_mstep
+from emc.runtime.blocks import pair_mstep
 from emc.runtime.params import TableLayout
 from emc.spec.errors import EmcError
 from emc.spec.model import Factor, Feature, PairFeature
 
-# The M-step (emc/runtime/pair_mstep.py): at most ROUNDS turns of the rows' weights then the shared
+# The M-step (emc/runtime/blocks/pair_mstep.py): at most ROUNDS turns of the rows' weights then the shared
 # ones, each row taking at most ROW_NEWTON Newton steps and the shared weights SHARED_NEWTON; fewer
 # when a turn lowers the loss by less than FTOL relative or every gradient entry per count is
 # below GTOL.
@@ -132,7 +132,7 @@ class PairFeaturedBlock:
     def maximize(self, counts: np.ndarray, start: np.ndarray, max_iterations: int | None = None,
                  probabilities: np.ndarray | None = None) -> np.ndarray:
         """New weights from expected counts (per entry), from `start`, by block-coordinate ascent
-        (emc/runtime/pair_mstep.py): at most `max_iterations` turns (default ROUNDS) of Newton
+        (emc/runtime/blocks/pair_mstep.py): at most `max_iterations` turns (default ROUNDS) of Newton
         steps on every row's own weights given the shared ones, the penalty's rebalancing between
         the two, then Newton steps on the shared ones. Each part never lowers the objective.
         `probabilities` (per entry; theta's view of the table, say) receives P under the new

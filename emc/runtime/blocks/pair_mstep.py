@@ -1,4 +1,4 @@
-"""The M-step of a featured sparse table over word pairs (emc/runtime/pair_features.py), by
+"""The M-step of a featured sparse table over word pairs (emc/runtime/blocks/pair_features.py), by
 block-coordinate ascent: the rows' own weights w_r, then the shared pair weights u, in turns.
 
 Why not one optimiser over all the weights: the few shared weights tie every row, so the joint

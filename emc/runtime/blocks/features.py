@@ -11,9 +11,9 @@ The M-step maximises  sum_{v,r} C[v,r] log P(v|r) - kappa/2 ||W||^2  over W with
 warm-started from the previous W. With counts C (outcomes x rows) and column totals N:
     gradient = phi^T (C - P * N) - kappa W.
 The objective is a sum over rows, so each row is its own L-BFGS problem, with its own line search;
-the rows are stepped in lockstep (emc/runtime/loglinear.py, compiled), in one block of rows per
+the rows are stepped in lockstep (emc/runtime/blocks/loglinear.py, compiled), in one block of rows per
 thread, on the weights with each outcome's single-outcome features merged into one
-(emc/runtime/feature_groups.py: the same iterates on 44% fewer weights on CoNLL-2000). The line
+(emc/runtime/blocks/feature_groups.py: the same iterates on 44% fewer weights on CoNLL-2000). The line
 search only accepts points that raise the objective (a GEM step), so the M-step objective never
 falls below that of the warm start.
 
@@ -33,7 +33,7 @@ import numpy as np
 from emc.io.vectors import read_vectors
 from emc.io.views import DENSE_VIEW, apply_views
 from emc.io.vocab import UNK
-from emc.runtime import feature_groups, loglinear
+from emc.runtime.blocks import feature_groups, loglinear
 from emc.spec.model import Feature
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class FeaturedBlock:
         self._scratch: tuple = ()
 
     # The compiled passes work on phi_active with its single-outcome features merged
-    # (emc/runtime/feature_groups.py), in two forms; all are made when first needed: decoding
+    # (emc/runtime/blocks/feature_groups.py), in two forms; all are made when first needed: decoding
     # reads the saved table and never needs them (on br-phono's 1.4M entries they take 0.1 and
     # 0.2 s).
     @cached_property
