@@ -12,7 +12,9 @@
 
 Keyword arguments of `fit` are the fit settings (emc.runtime.settings.FitSettings: algorithm,
 iterations, passes, seed, alpha, batch_size, ...) or data options (format, gold_column,
-dictionary, ... as on the command line, with underscores).
+dictionary, ... as on the command line, with underscores). Settings the CLI refuses are refused
+here with the same message (FitSettings.validate), before the data are read; a keyword that is
+neither is refused too, not passed on unread.
 """
 from __future__ import annotations
 
@@ -27,12 +29,27 @@ from emc.runtime.model_dir import SavedRun, load_run as _load_saved, save_run
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Model, Problem, bind
 from emc.runtime.settings import FitSettings
+from emc.spec.errors import EmcError
 
 SETTINGS = {f.name for f in fields(FitSettings)}
 
 
 def _data(data: str | Path | Iterable[str]) -> str | Lines:
     return str(data) if isinstance(data, (str, Path)) else Lines(data)
+
+
+def _data_options(options: dict[str, Any], when: str, settings: bool = False) -> dict[str, Any]:
+    """The keyword arguments given as data options, after refusing any that is not one (nor a fit
+    setting, when `settings`)."""
+    from emc.cli import data_option_names
+
+    known = data_option_names(when)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        also = " nor a fit setting (FitSettings)" if settings else ""
+        raise EmcError(f"{when}({unknown[0]}=...): not a data option of emc {when}{also}; data options: "
+                       f"{', '.join(sorted(known))}")
+    return options
 
 
 def load(spec: str | Path, **overrides: Any) -> "EMModel":
@@ -60,7 +77,8 @@ class EMModel:
         """`init` is an initializer's name (see emc.runtime.initialize) or a fitted model to start from."""
         settings = FitSettings(**{k: v for k, v in kwargs.items() if k in SETTINGS},
                                init=init if isinstance(init, str) else "default")
-        options = {k: v for k, v in kwargs.items() if k not in SETTINGS}
+        settings.validate()  # the checks `emc fit` makes, before the data are read
+        options = _data_options({k: v for k, v in kwargs.items() if k not in SETTINGS}, "fit", settings=True)
         problem = self.problem(data, **options)
         start = None
         if not isinstance(init, str):
@@ -94,11 +112,11 @@ class Fitted:
                **options: Any) -> list[str]:
         """The best structure of each example (or its posteriors, or `sample` structures drawn from
         its posterior, seeded by `seed`: see emc.runtime.decode.sample), in the task's output format."""
-        return decode(self.saved, _data(data), options, posteriors, sample, seed).lines
+        return decode(self.saved, _data(data), _data_options(options, "decode"), posteriors, sample, seed).lines
 
     def evaluate(self, data, **options: Any) -> dict[str, float]:
         """Scores against the data's gold annotations (e.g. format="conll", gold_column=2)."""
-        return decode(self.saved, _data(data), options).metrics
+        return decode(self.saved, _data(data), _data_options(options, "decode")).metrics
 
     def save(self, path: str | Path) -> None:
         if self.problem is None:

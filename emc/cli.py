@@ -425,6 +425,14 @@ def _progress_line(record: dict) -> None:
           f"{record['examples_per_second']:.0f} ex/s")
 
 
+def data_option_names(when: str) -> set[str]:
+    """The keyword names of `emc fit`'s (when="fit") or `emc decode`'s data options, which the
+    Python API takes as keyword arguments."""
+    parser = argparse.ArgumentParser(add_help=False)
+    _data_arguments(parser, when)
+    return {action.dest for action in parser._actions}
+
+
 def _decode_parser(sub) -> None:
     p = sub.add_parser("decode", help="best structures for new data", formatter_class=_Formatter,
                        description="Decode FILE with a saved model: the best (Viterbi) structure of each example, "

@@ -22,6 +22,8 @@ from emc.spec.errors import EmcError
 # The variants that run for --iterations, and the online ones that run for --passes.
 BATCH_STYLE = ("batch", "hard", "annealed", "skewed", "vb", "stochastic")
 ONLINE = ("stepwise", "incremental")
+# every --algorithm (emc/runtime/variants/__init__.py: VARIANTS has one variant for each)
+ALGORITHMS = BATCH_STYLE + ONLINE
 START_MASSES = ("entry", "row")
 
 
@@ -200,12 +202,33 @@ def annealing_problem(s: FitSettings) -> str | None:
     return None
 
 
+def algorithm_problem(name: Any) -> str | None:
+    if name not in ALGORITHMS:
+        return f"--algorithm {name}: unknown algorithm (choose from {', '.join(ALGORITHMS)})"
+    return None
+
+
+def choice_problem(s: FitSettings) -> str | None:
+    """The first setting outside its choices, as a message (the CLI's parser checks the flags with
+    choices itself; a programmatic fit does not pass through it)."""
+    problem = algorithm_problem(s.algorithm)
+    chosen = [(f.name, getattr(s, f.name), f.metadata["choices"]) for f in fit_options() if f.metadata["choices"]]
+    for name, value, choices in chosen:
+        if problem is None and value is not None and value not in choices:
+            problem = f"{_flag(name)} {value}: choose from {', '.join(choices)}"
+    budget = s.mstep_iterations
+    if problem is None and budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+        problem = f"--mstep-iterations {budget}: a featured block's M-step needs at least one iteration of its optimiser"
+    return problem
+
+
 def setting_problem(s: FitSettings) -> str | None:
-    """What is wrong with the settings, as a message naming the flag (None: nothing)."""
-    problem = _bad_number(s)
+    """What is wrong with the settings, as a message naming the flag (None: nothing). The CLI's
+    `emc fit` and the Python API's `fit` both refuse with it, before reading the data."""
+    problem = choice_problem(s) or _bad_number(s)
     if problem is None and s.algorithm in ("annealed", "skewed"):
         problem = annealing_problem(s)
-    if problem is None and s.algorithm == "stepwise" and not 0.5 < s.alpha <= 1.0:
+    if problem is None and s.algorithm == "stepwise" and not (isinstance(s.alpha, (int, float)) and 0.5 < s.alpha <= 1):
         problem = f"--alpha {s.alpha}: stepwise EM needs 0.5 < alpha <= 1"
     return problem
 

@@ -28,8 +28,10 @@ VARIANTS: dict[str, type[Variant]] = {
 
 
 def make_variant(name: str, problem, executor, settings) -> Variant:
+    from emc.runtime.settings import algorithm_problem
     from emc.spec.errors import EmcError
 
-    if name not in VARIANTS:
-        raise EmcError(f"unknown algorithm '{name}' (choose from {', '.join(VARIANTS)})")
+    problem_text = algorithm_problem(name)
+    if problem_text is not None:
+        raise EmcError(problem_text)
     return VARIANTS[name](problem, executor, settings)

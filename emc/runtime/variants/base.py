@@ -9,7 +9,7 @@ from emc.runtime.state import FitState, Objective, example_weights
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
-from emc.runtime.settings import ONLINE, FitSettings
+from emc.runtime.settings import ONLINE, FitSettings, choice_problem
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -45,9 +45,9 @@ class Variant:
         if featured and self.refuses_features:
             raise EmcError(f"--algorithm {self.name} cannot fit featured blocks ({', '.join(featured)}): "
                            f"{self.refuses_features}")
-        if settings.mstep_iterations is not None and settings.mstep_iterations < 1:
-            raise EmcError(f"--mstep-iterations {settings.mstep_iterations}: a featured block's M-step needs at least "
-                           "one iteration of its optimiser")
+        bad_choice = choice_problem(settings)  # a programmatic fit may not have validated its settings
+        if bad_choice is not None:
+            raise EmcError(bad_choice)
         self.projection = self._projection(problem, settings)
         overridden = sorted(set(featured) & set(settings.regularizers))
         if overridden:
