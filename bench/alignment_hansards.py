@@ -1,6 +1,6 @@
 """Alignment error rate on the NAACL 2003 English-French Hansards test set (447 pairs, sure and
-possible gold links), for IBM Model 1 and the HMM aligner, each direction, each symmetrisation,
-and agreement training.
+possible gold links), for IBM Model 1, IBM Model 2 (with fast_align's diagonal) and the HMM
+aligner, each direction, each symmetrisation, and agreement training.
 
     python bench/alignment_hansards.py [--iterations 5] [--data ../shared/data/hansards] [--features]
 
@@ -8,8 +8,8 @@ Training text: the 2,383-pair training sample, the 37 trial pairs and the 447 te
 pairs), lowercased, English as the source side (`english ||| french`); the test pairs are then
 decoded and scored against test.wa.nonullalign (NAACL format, English position first). Every run
 goes through the CLI (`emc fit`, `emc decode --gold`), written to a temporary folder. IBM 1
-starts from uniform tables (--init uniform, as fast_align and GIZA++ do), the HMM aligner from 5
-iterations of IBM 1 (--init ibm1); each then runs --iterations of batch EM (5, fast_align's
+starts from uniform tables (--init uniform, as fast_align and GIZA++ do), IBM 2 and the HMM
+aligner from 5 iterations of IBM 1 (--init ibm1); each then runs --iterations of batch EM (5, fast_align's
 default).
 
 --features also fits specs/ibm1_features.em and specs/hmm_align_features.em (the translation table
@@ -77,6 +77,8 @@ def main() -> None:
         models = [
             ("IBM 1", "ibm1.em", ["--init", "uniform"], decodes),
             ("IBM 1 by agreement", "ibm1.em", ["--init", "uniform", "--agree"], [("agreed links (posterior >= 0.5)", [])]),
+            ("IBM 2", "ibm2.em", ["--init", "ibm1"], decodes),
+            ("IBM 2 by agreement", "ibm2.em", ["--init", "ibm1", "--agree"], [("agreed links (posterior >= 0.5)", [])]),
             ("HMM", "hmm_align.em", ["--init", "ibm1"], decodes),
             ("HMM by agreement", "hmm_align.em", ["--init", "ibm1", "--agree"], [("agreed links (posterior >= 0.5)", [])]),
         ]

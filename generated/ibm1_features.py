@@ -43,8 +43,8 @@ T_0 = 5  # table:trans
 
 @njit(cache=True)
 def prepare(meta, params):
-    """The jump-slot score of every jump bucket d (none with jump=no): it does not depend on the
-    example."""
+    """The jump (or diagonal) slot's score of every bucket d (none without either): it does not
+    depend on the example."""
     n = 0
     derived = np.empty(n)
     for d in range(n):
@@ -72,9 +72,9 @@ def _link_entries(ex, ints, layout, meta):
 
 
 @njit(cache=True)
-def _link_scores(ex, ints, layout, meta, params, flat):
-    """scores[i, j]: the product of the link blocks' weights of target word j linked to source
-    position i (NULL last)."""
+def _link_scores(ex, ints, layout, meta, params, derived, flat):
+    """scores[i, j]: the product of the link blocks' (and the diagonal's) weights of target word j
+    linked to source position i (NULL last)."""
     width, m = _shape(ex, ints, layout, meta)
     scores = np.ones((width, m))
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
@@ -104,7 +104,7 @@ def link_counts_example(ex, ints, layout, meta, posterior, weight, counts):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     flat = _link_entries(ex, ints, layout, meta)
-    posterior = _link_scores(ex, ints, layout, meta, params, flat)  # the scores, then in place their posterior
+    posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
     jumps = np.zeros(derived.shape[0])
     log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
@@ -113,7 +113,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
-    # jump slot: the expected number of jumps into each bucket d
+    # jump (or diagonal) slot: the expected number of links in each bucket d
     for d in range(jumps.shape[0]):
         p = jumps[d] * weight
         if p != 0.0:
@@ -126,21 +126,21 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 @njit(cache=True)
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best alignment: out[j] = the source position target word j links to, -1 for NULL."""
-    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
+    scores = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
     return dp.independent_best(scores, meta[M_NULL], out)
 
 
 @njit(cache=True)
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """An alignment drawn from the posterior (the caller seeds the generator), as decode_example."""
-    scores = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
+    scores = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
     return dp.independent_sample(scores, meta[M_NULL], out)
 
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
-    posterior = _link_scores(ex, ints, layout, meta, params, _link_entries(ex, ints, layout, meta))
+    posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
     # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
     # this too (a literal compiles it once more)
     log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(derived.shape[0]))

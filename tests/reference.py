@@ -197,8 +197,9 @@ def shared_by(previous: int, l: int, jump: int, maxjump: int) -> int:
 
 def alignment_structures(problem: Problem, example: int):
     """Each target word links to a source position or NULL; with jump=yes each link also scores its
-    jump bucket (NULL: a bucket of its own, keeping the previous position), and an end bucket's
-    weight is shared by the positions it reaches."""
+    jump bucket (NULL: a bucket of its own, keeping the previous position), with a diagonal block
+    the bucket of its distance from the diagonal (NULL: its own), and an end bucket's weight is
+    shared by the positions it reaches."""
     b = problem.model.checked.binding
     a, e, f = b.latent, b.observed["source"], b.observed["target"]
     args = problem.args
@@ -207,12 +208,22 @@ def alignment_structures(problem: Problem, example: int):
     null_values = {attr.text: len(problem.vocabs[attr.space]) for factor in problem.model.checked.factors
                    for attr in factor.outcome + factor.context if attr.text.startswith(f"{a}.source")}
     choices = list(range(len(source))) + ([NULL] if args["null"] else [])
+    diagonal = any(factor.slot == "diagonal" for factor in problem.model.checked.factors)
     for links in itertools.product(choices, repeat=len(target)):
         parts: list = []
         constants = []
         previous = -1
         for j, i in enumerate(links):
             parts.append(("link", dict(target[j], **(null_values if i == NULL else source[i]))))
+            if diagonal:
+                maxjump, l = args["maxjump"], len(source)
+                # the source word under the middle of target word j: the first whose right edge
+                # lies past it, (i + 1) / l > (j + 1/2) / m
+                at = next(k for k in range(l) if (k + 1) * 2 * len(target) > (2 * j + 1) * l)
+                bucket = 2 * maxjump + 1 if i == NULL else jump_bucket(i - at, maxjump)
+                parts.append(("diagonal", {f"{a}.diagonal": bucket}))
+                if i != NULL:
+                    constants.append(1.0 / shared_by(at, l, i - at, maxjump))
             if args["jump"]:
                 maxjump = args["maxjump"]
                 bucket = 2 * maxjump + 1 if i == NULL else jump_bucket(i - previous, maxjump)

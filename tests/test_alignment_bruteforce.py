@@ -1,7 +1,8 @@
 """The generated alignment E-step (log Z, every expected count), hard-EM counts and Viterbi links
 equal brute-force enumeration of every alignment, for tiny random sentence pairs: IBM 1 with and
 without NULL (with extra blocks read on the target side and without context), and the HMM
-aligner with and without NULL (with a fixed weight over jumps). The enumeration is
+aligner with and without NULL (with a fixed weight over jumps), and IBM 2 with the diagonal (with a
+fixed weight over the distance from it). The enumeration is
 tests/reference.py's."""
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ multinomial trans : P(a.target | a.source)
 multinomial jump : P(a.jump)
 weight near : exp(-0.3 * a.jump ^ 2)
 """
+IBM2 = """
+model ibm2_test
+observed e : tokens, f : tokens
+latent a : alignment(f from e, null=yes, maxjump=2)
+multinomial trans : P(a.target | a.source)
+multinomial diagonal : P(a.diagonal)
+weight near : exp(-0.5 * a.diagonal ^ 2)
+"""
 
 SOURCE_WORDS = ["the", "cat", "tea", "sat", "a"]
 TARGET_WORDS = ["le", "chat", "the", "assis", "un"]
@@ -57,6 +66,13 @@ def test_ibm1_matches_enumeration(tmp_path, data, null, seed, zeros):
        maxjump=st.integers(1, 3))
 def test_hmm_aligner_matches_enumeration(tmp_path, data, null, seed, zeros, maxjump):
     check_pairs(tmp_path, HMM, data, null, seed, zeros, {"maxjump": maxjump})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=pairs, null=st.booleans(), seed=st.integers(0, 2**16), zeros=st.sampled_from([0.0, 0.3]),
+       maxjump=st.integers(1, 3))
+def test_ibm2_diagonal_matches_enumeration(tmp_path, data, null, seed, zeros, maxjump):
+    check_pairs(tmp_path, IBM2, data, null, seed, zeros, {"maxjump": maxjump})
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

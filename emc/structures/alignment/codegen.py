@@ -4,7 +4,8 @@ Link blocks (over a.target and a.source) have sparse tables: the glue finds each
 through the packed index (index.py, links.py), whose rows the data module computes from the
 token ids (with NULL) when it packs the corpus. So the glue never evaluates the link slot's row
 and outcome expressions; the token expressions below say what they stand for. Jump blocks loop
-over the jump buckets d.
+over the jump buckets d, and so do diagonal blocks (a link's distance from the diagonal is
+bucketed as a jump).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def arrays(binding: Binding) -> list[str]:
 
 
 def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:
-    if attr.attribute.path == f"{binding.latent}.jump":
+    if attr.attribute.path in (f"{binding.latent}.jump", f"{binding.latent}.diagonal"):
         return "d"
     raise ValueError(f"{attr.text} is read through the link index, not by an expression")
 

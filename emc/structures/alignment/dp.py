@@ -56,6 +56,40 @@ def jump_score(jump_scores, jump, at, l, maxjump):
 
 
 @njit(cache=True)
+def diagonal_position(j, l, m):
+    """The source position under the middle of target word j of m, in a source of l words."""
+    return ((2 * j + 1) * l) // (2 * m)
+
+
+@njit(cache=True)
+def multiply_diagonal(scores, bucket_scores, maxjump, null):
+    """scores[i, j] *= the diagonal slot's score of link (i, j): the bucket of its distance from
+    the diagonal, scored as a jump from the diagonal's position; a NULL link, the null bucket."""
+    width, m = scores.shape
+    l = width - null
+    for j in range(m):
+        at = diagonal_position(j, l, m)
+        for i in range(l):
+            scores[i, j] *= jump_score(bucket_scores, i - at, at, l, maxjump)
+        if null:
+            scores[l, j] *= bucket_scores[2 * maxjump + 1]
+
+
+@njit(cache=True)
+def diagonal_counts(posterior, maxjump, null, bucket_counts):
+    """bucket_counts[d] += the posterior mass of the links whose distance from the diagonal is in
+    bucket d (NULL links: the null bucket)."""
+    width, m = posterior.shape
+    l = width - null
+    for j in range(m):
+        at = diagonal_position(j, l, m)
+        for i in range(l):
+            bucket_counts[jump_bucket(i - at, maxjump)] += posterior[i, j]
+        if null:
+            bucket_counts[2 * maxjump + 1] += posterior[l, j]
+
+
+@njit(cache=True)
 def _best_row(scores, j, null):
     """The best row of column j: NULL on ties, then the first source position."""
     width = scores.shape[0]
