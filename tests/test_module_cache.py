@@ -1,0 +1,31 @@
+"""The generated module's cache name hashes the emc code it depends on and nothing else: an edit to
+another structure (emc/structures/rules/, the DMV's DP) keeps a cached HMM and its machine code, an
+edit to the chain's DP or the ABI gives it a new name (so numba never serves stale machine code)."""
+from __future__ import annotations
+
+from conftest import ROOT
+from emc.runtime import compiled
+from emc.runtime.problem import Model
+
+EMC = ROOT / "emc"
+
+
+def hmm_source() -> str:
+    return compiled.module_source(Model.from_text((ROOT / "specs" / "hmm.em").read_text(), "hmm.em").checked)[1]
+
+
+def test_the_hash_covers_what_the_module_imports_transitively():
+    files = {path.relative_to(EMC).as_posix() for path in compiled._imported_files(hmm_source())}
+    assert {"codegen/abi.py", "structures/chain/dp.py", "structures/semiring.py", "structures/sampling.py"} <= files
+    assert not any(f.startswith(("structures/rules/", "structures/deptree/", "runtime/")) for f in files), files
+
+
+def test_an_edit_changes_the_name_only_of_modules_that_depend_on_it(monkeypatch):
+    source = hmm_source()
+    before = compiled.emc_fingerprint(source)
+    edited = {EMC / "structures" / "deptree" / "dp.py", EMC / "structures" / "rules" / "program.py"}
+    read = compiled._file_bytes
+    monkeypatch.setattr(compiled, "_file_bytes", lambda path: read(path) + (b"\n# edited" if path in edited else b""))
+    assert compiled.emc_fingerprint(source) == before
+    edited.add(EMC / "structures" / "chain" / "dp.py")
+    assert compiled.emc_fingerprint(source) != before
