@@ -19,8 +19,9 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.blocks.features import decoding_theta, growing_spaces
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun
-from emc.runtime.params import ParamState, unknown_outcomes
+from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem, available_memory, bind
+from emc.runtime.unseen import unseen_outcomes
 from emc.spec.errors import EmcError
 
 
@@ -41,8 +42,9 @@ class Decoded:
 
 
 def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any]) -> tuple[Problem, ParamState]:
-    """New data packed for a saved model, and the model's parameters (see emc/io/vocab.py for
-    unknown values): the training run's options apply, except those naming its input."""
+    """New data packed for a saved model, and the model's parameters as decoding reads them
+    (emc/runtime/unseen.py: new values, and values never seen with a row): the training run's
+    options apply, except those naming its input."""
     model = saved.model
     structure = model.data
     if data is None and not structure.DATA_FROM_OPTIONS:
@@ -58,10 +60,10 @@ def bind_saved(saved: SavedRun, data: str | Lines | None, options: dict[str, Any
     read_sizes = {space: len(vocabs[space]) for space in growing if len(vocabs[space]) > trained_sizes.get(space, 0)}
     trained = dict(saved.trained, vocab_sizes={**saved.trained["vocab_sizes"], **read_sizes}, growing=growing)
     problem = bind(model, corpus, vocabs, merged, trained=trained)
-    hapax = {name: np.flatnonzero(v.counts == 1) for name, v in saved.vocabs.items()}
     if any(problem.sizes[space] > trained_sizes.get(space, 0) for space in growing):
-        return problem, ParamState.plain(decoding_theta(saved, problem, hapax), problem.layout, saved.features)
-    return problem, ParamState.plain(unknown_outcomes(saved.theta, problem.layout, hapax), problem.layout)
+        return problem, ParamState.plain(decoding_theta(saved, problem), problem.layout, saved.features)
+    theta = unseen_outcomes(saved.theta, problem.layout, saved.vocabs, frozenset(saved.features))
+    return problem, ParamState.plain(theta, problem.layout)
 
 
 def in_input_order(problem: Problem, lines: list[str]) -> list[str]:

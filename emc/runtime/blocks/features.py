@@ -293,17 +293,18 @@ def growing_spaces(checked, vocabs: dict, sparse_tables: frozenset[str] = frozen
     return frozenset(out)
 
 
-def decoding_theta(saved, problem, hapax: dict[str, np.ndarray]) -> np.ndarray:
+def decoding_theta(saved, problem) -> np.ndarray:
     """The saved parameters laid out for a problem whose featured outcome spaces hold new words
     (after the training ones): a featured table gives each new word exp(w . f(word)) / Z(row),
     with the weights of the features seen in training and Z over the training vocabulary; a plain
-    table over the same space gives it `<unk>`'s probability (emc/runtime/params.py)."""
-    from emc.runtime.params import ParamLayout, unknown_outcomes
+    table over the same space gives it `<unk>`'s probability (emc/runtime/unseen.py)."""
+    from emc.runtime.params import ParamLayout
+    from emc.runtime.unseen import unseen_outcomes
 
     sizes = dict(problem.sizes)
     sizes.update({space: size for space, size in saved.info["vocab_sizes"].items() if space in sizes})
     old_layout = ParamLayout.build(saved.model.checked, sizes, saved.sparse)
-    old_theta = unknown_outcomes(saved.theta, old_layout, hapax)
+    old_theta = unseen_outcomes(saved.theta, old_layout, saved.vocabs, frozenset(saved.features))
     theta = problem.fixed_theta.copy()
     for t, old in zip(problem.layout.tables, old_layout.tables):
         if t.size == old.size:
