@@ -22,7 +22,7 @@ import numpy as np
 
 from emc.runtime.modes.ibm1 import INITIALIZERS as RUNNING_INITIALIZERS
 from emc.runtime.mstep import maximize
-from emc.runtime.params import ParamState, TableLayout, random_init
+from emc.runtime.params import ParamLayout, ParamState, random_init
 from emc.runtime.problem import Problem
 from emc.runtime.variants import VARIANTS
 from emc.spec.errors import EmcError
@@ -75,32 +75,21 @@ def describe_start(problem: Problem, settings) -> str:
     return name
 
 
-def featured_start(layout, params: ParamState) -> ParamState:
-    """table_start for every featured table."""
-    for t in layout.featured():
-        table_start(t, params)
+def block_starts(layout: ParamLayout, params: ParamState) -> ParamState:
+    """Each table's block finishes the drawn start (a featured block fits its weights to it:
+    emc/runtime/blocks/block.py)."""
+    for t in layout.tables:
+        t.block.start(t, params)
     return params
-
-
-def table_start(t: TableLayout, params: ParamState) -> None:
-    """Start weights for a featured table from its starting probabilities. With the identity
-    feature they carry the start exactly on the outcomes seen in training, and the table is kept
-    as drawn (as a plain block's: the first M-step moves the mass of unseen outcomes onto seen
-    ones, which only raises the objective); without it the table becomes the projection's, so
-    either way batch EM's objective never falls from the start."""
-    weights = t.featured.initial_weights(t.values(params.theta).copy())
-    params.features[t.name] = weights
-    if t.featured.identity is None:
-        t.featured.probabilities(weights, out=t.values(params.theta))
 
 
 def initial_params(problem: Problem, settings, executor, rng: np.random.Generator) -> ParamState:
     name = start_name(problem, settings)
     layout = problem.layout
     if name == "random":
-        return featured_start(layout, random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings)))
+        return block_starts(layout, random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings)))
     if name == "uniform":
-        return featured_start(layout, random_init(layout, problem.fixed_theta, rng, 0.0))
+        return block_starts(layout, random_init(layout, problem.fixed_theta, rng, 0.0))
     start = random_init(layout, problem.fixed_theta, rng, init_noise(problem, settings))
     if name == "labeled":
         mask = problem.corpus.labeled_mask

@@ -167,26 +167,12 @@ def resolve_regularizers(raw: dict[str, Prior | str], problem: Problem) -> dict[
 
 
 def objective_terms(problem: Problem, regularizers: dict[str, Prior]) -> str:
-    """What the blocks' priors add to the objective (emc.runtime.mstep.log_prior), in words: a
+    """What the blocks add to the objective (emc.runtime.mstep.log_prior), in words: a
     smoothed-L0 prior's term is positive, and made a fit's objective positive with no word why."""
-    from emc.runtime.mstep import table_prior
+    from emc.runtime.blocks.block import table_block
 
-    terms = []
-    for t in problem.layout.learned():
-        if t.featured is not None:
-            terms.append(f"{t.name}: minus the l2 penalty of its feature weights")
-            continue
-        prior = table_prior(t, regularizers)
-        if prior.uniform:
-            continue
-        weight = prior.smoothing + (prior.alpha - 1.0 if prior.KIND == "dirichlet" else 0.0)
-        parts = [f"{weight:g} * sum log p"] if weight else []
-        if prior.KIND == "sparse":
-            parts.append(f"{prior.alpha:g} * sum exp(-p / {prior.beta:g}), up to {prior.alpha:g} an entry, "
-                         f"so the objective can be positive")
-        if parts:
-            terms.append(f"{t.name} ({prior.describe()}): {' + '.join(parts)}")
-    return "; ".join(terms)
+    terms = (table_block(t, regularizers).objective_term(t) for t in problem.layout.learned())
+    return "; ".join(term for term in terms if term is not None)
 
 
 class Runner:

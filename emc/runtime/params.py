@@ -27,6 +27,7 @@ import numpy as np
 from emc.codegen.abi import TABLE_INDEX, TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROW_OFFSET, TABLE_ROWS
 from emc.codegen.layout import CodeLayout
 from emc.priors import Prior
+from emc.runtime.blocks.block import Block, PlainBlock
 from emc.priors.normalize import CHUNK, normalize_table
 from emc.spec.model import CheckedModel
 
@@ -42,12 +43,23 @@ class TableLayout:
     outcomes: int
     context_spaces: tuple[str, ...]
     outcome_spaces: tuple[str, ...]
-    prior: Prior = Prior()  # with the block's smoothing (emc/priors)
+    # what the M-step asks of the table (emc/runtime/blocks/block.py): a plain learned block with
+    # its prior (and smoothing), a fixed one, or, once bind attaches features, a featured one
+    block: Block = Block()
     # sparse tables: the local row and outcome of each entry (None for dense tables)
     entry_rows: np.ndarray | None = field(default=None, repr=False)
     entry_outcomes: np.ndarray | None = field(default=None, repr=False)
-    # a featured block's feature matrix and kappa (emc.runtime.blocks.features.FeaturedBlock), set by bind
-    featured: Any = field(default=None, repr=False)
+
+    @property
+    def prior(self) -> Prior:
+        """The spec's prior of the block, with its smoothing (emc/priors)."""
+        return self.block.prior
+
+    @property
+    def featured(self) -> Any:
+        """A featured block's log-linear model (emc/runtime/blocks/features.py, pair_features.py),
+        None for any other block."""
+        return self.block.model
 
     @property
     def sparse(self) -> bool:
@@ -113,7 +125,8 @@ class ParamLayout:
             outcomes = int(np.prod([sizes[s] for s in factor.outcome_spaces], dtype=np.int64))
             entry_rows, entry_outcomes = sparse.get(factor.table, (None, None))
             table = TableLayout(factor.table, factor.kind, index, offset, row_offset, rows, outcomes,
-                                factor.context_spaces, factor.outcome_spaces, factor.prior,
+                                factor.context_spaces, factor.outcome_spaces,
+                                PlainBlock(factor.prior) if factor.kind == "learned" else Block(factor.prior),
                                 _entry_indices(entry_rows), _entry_indices(entry_outcomes))
             tables.append(table)
             offset += table.size

@@ -15,6 +15,7 @@ import numpy as np
 from emc.codegen.layout import CodeLayout, token_array_name
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
+from emc.runtime.blocks.block import LogLinearBlock
 from emc.runtime.compiled import load_module
 from emc.runtime.params import ParamLayout
 from emc.spec.check import check, evaluate_weight
@@ -211,14 +212,15 @@ def attach_features(checked: CheckedModel, layout: ParamLayout, vocabs: dict[str
             raise EmcError(f"block '{factor.name}': features apply to a table over a vocabulary of "
                            f"observed values; this {checked.structure.name} block's table is not one")
         if t.sparse:
-            t.featured = featured_sparse_table(factor, t, vocabs)
+            t.block = LogLinearBlock(t.prior, featured_sparse_table(factor, t, vocabs))
             continue
         if factor.pair_features:
             raise EmcError(f"block '{factor.name}': pair features apply to a sparse table over word pairs; "
                            f"this {checked.structure.name} block's table is dense")
         seen = np.zeros(t.outcomes, bool)
         seen[:len(vocab.counts)] = vocab.counts[:t.outcomes] > 0
-        t.featured = build(factor.table, t.rows, factor.l2, factor.features, vocab.values[:t.outcomes], seen)
+        t.block = LogLinearBlock(t.prior, build(factor.table, t.rows, factor.l2, factor.features,
+                                                vocab.values[:t.outcomes], seen))
 
 
 def _views(tokens: tuple[ResolvedAttr, ...], corpus: Corpus, vocabs: dict[str, Vocabulary]) -> dict[str, np.ndarray]:

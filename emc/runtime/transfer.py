@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.blocks.features import FeaturedBlock
-from emc.runtime.initialize import table_start
 from emc.runtime.model_dir import SavedRun
 from emc.runtime.params import ParamLayout, ParamState, TableLayout, normalize_rows
 from emc.runtime.problem import Problem
@@ -57,7 +56,7 @@ def _featured_weights(saved: SavedRun, layout: ParamLayout, params: ParamState) 
     for t in layout.featured():
         weights = _saved_weights(saved, t)
         if weights is None:
-            table_start(t, params)
+            t.block.start(t, params)
             continue
         start = np.zeros(t.featured.weight_shape)
         start[:weights.shape[0]] = weights

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from emc.priors import Prior
-from emc.runtime.mstep import table_prior
+from emc.runtime.blocks.block import table_block
 from emc.runtime.params import ParamLayout, ParamState
 from emc.runtime.settings import START_MASSES
 from emc.spec.errors import EmcError
@@ -24,11 +24,11 @@ def featured_mstep_period(slices: int) -> int:
 
 
 def additive_smoothing(layout: ParamLayout, regularizers: dict[str, Prior], algorithm: str) -> np.ndarray:
-    """Per table, the pseudo-count the online M-step adds (its prior's online_pseudo_count,
-    which refuses the priors with no closed form to apply lazily)."""
+    """Per table, the pseudo-count the online M-step adds (its block's online_pseudo_count: its
+    prior's, which refuses the priors with no closed form to apply lazily)."""
     out = np.zeros(len(layout.tables))
     for t in layout.learned():
-        out[t.index] = table_prior(t, regularizers).online_pseudo_count(t.name, algorithm)
+        out[t.index] = table_block(t, regularizers).online_pseudo_count(t, algorithm)
     return out
 
 

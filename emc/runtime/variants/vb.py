@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.runtime.mstep import table_prior
+from emc.runtime.blocks.block import table_block
 from emc.runtime.state import FitState
 from emc.runtime.params import ParamState
 from emc.runtime.special import digamma, gammaln
@@ -29,7 +29,7 @@ class VariationalBayes(Variant):
         layout = self.problem.layout
         alpha = np.zeros(layout.size)
         for t in layout.learned():
-            alpha[t.entries] = table_prior(t, self.settings.regularizers).vb_alpha(self.settings.vb_alpha, t.name)
+            alpha[t.entries] = table_block(t, self.settings.regularizers).vb_alpha(t, self.settings.vb_alpha)
         return alpha
 
     def start(self, state: FitState) -> None:
