@@ -29,3 +29,13 @@ def test_an_edit_changes_the_name_only_of_modules_that_depend_on_it(monkeypatch)
     assert compiled.emc_fingerprint(source) == before
     edited.add(EMC / "structures" / "chain" / "dp.py")
     assert compiled.emc_fingerprint(source) != before
+
+
+def test_specs_that_differ_only_in_names_share_one_module():
+    """Block, model and variable names reach the generated code only in its comments."""
+    hmm = (ROOT / "specs" / "hmm.em").read_text()
+    renamed = hmm.replace("model hmm", "model tagger").replace("trans", "moves").replace("emit", "words")
+    name, source = compiled.module_source(Model.from_text(renamed, "tagger.em").checked)
+    assert "words" not in source and "moves" not in source
+    assert name == compiled.module_source(Model.from_text(hmm, "hmm.em").checked)[0]
+    compile(source, name, "exec")
