@@ -3,8 +3,9 @@
 The module's source is rendered from the spec and written to a cache directory under a name that
 hashes the source (without comments, which quote the spec) together with the emc code it is
 compiled against (the emc modules it imports, transitively: its structure's DP, the ABI), then
-imported from there; numba's `cache=True` keeps the machine code beside it, so a second run of the same model starts without compiling. The cache is
-`$EMC_CACHE_DIR`, else `$XDG_CACHE_HOME/emc`, else `~/.cache/emc`.
+imported from there; numba's `cache=True` keeps the machine code beside it, so a second run of
+the same model starts without compiling. The cache is `$EMC_CACHE_DIR`, else
+`$XDG_CACHE_HOME/emc`, else `~/.cache/emc`.
 """
 from __future__ import annotations
 
