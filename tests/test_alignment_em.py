@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import emc.runtime.modes  # noqa: F401  the modes register their starts (--init ibm1) as emc's job and API load them
 from conftest import ROOT
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit

@@ -192,6 +192,20 @@ def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
+def test_only_the_job_imports_the_modes():
+    """A structure's own fit, decode and starts (emc/runtime/modes/) sit above the ordinary
+    driver they use: within the runtime only the job picks them (a start registers itself with
+    initialize.py instead of being imported by it)."""
+    assert modes_importers(import_graph()) == ["emc.runtime.job"]
+
+
+def modes_importers(graph: dict[str, set[str]]) -> list[str]:
+    """The runtime's modules outside emc.runtime.modes that import a module of it."""
+    return sorted(m for m, targets in graph.items()
+                  if m.startswith("emc.runtime.") and not m.startswith("emc.runtime.modes")
+                  and any(t.startswith("emc.runtime.modes") for t in targets))
+
+
 def test_no_package_cycle():
     assert cycles(package_graph(import_graph())) == []
 
@@ -208,6 +222,8 @@ def test_the_checks_catch_what_they_look_for():
     assert "emc.runtime.fit" in graph["emc.runtime.job"]  # the graph is read at all
     assert "emc.structures.chain.codegen" in graph["emc.structures.registry"]  # and import_module's f-strings
     broken = {k: set(v) for k, v in graph.items()}
+    broken["emc.runtime.initialize"].add("emc.runtime.modes.ibm1")
+    assert modes_importers(broken) == ["emc.runtime.initialize", "emc.runtime.job"]
     broken["emc.runtime.state"].add("emc.runtime.job")  # state -> job -> state
     assert any({"emc.runtime.state", "emc.runtime.job"} <= set(c) for c in cycles(broken))
     broken["emc.structures.chain.data"].add("emc.runtime.problem")

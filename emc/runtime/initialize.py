@@ -10,7 +10,9 @@
                non-zero probability
 and any initializer a structure offers (name -> function of (problem, executor, rng) returning
 expected counts laid out like theta): in its data module's INITIALIZERS when it needs only the data
-(the CCM's random-split), in emc/runtime/modes/ when it runs EM (the HMM aligner's ibm1).
+(the CCM's random-split), registered here (`register_start`) by its module in emc/runtime/modes/
+when it runs EM (the HMM aligner's ibm1): such a start sits above the fit it runs, so this module,
+which the fit imports, imports none of them.
 `default` is `labeled` when any example carries its structure (semi-supervised EM starts from the
 labeled examples, as Nigam et al. do: from a random start the unlabeled data pull the classes away
 from their labels), else the structure's DEFAULT_INIT when its data module names one (the CCM
@@ -18,9 +20,10 @@ starts from random-split, as Klein & Manning do), else `random`.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from emc.runtime.modes.ibm1 import INITIALIZERS as RUNNING_INITIALIZERS
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamLayout, ParamState, random_init
 from emc.runtime.problem import Problem
@@ -29,12 +32,20 @@ from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
 GENERIC = ("default", "random", "uniform", "labeled")
+# structure name -> its starts that run EM (--init NAME -> function of (problem, executor, rng)
+# returning expected counts), as their modules in emc/runtime/modes/ register them
+RUNNING_STARTS: dict[str, dict[str, Callable]] = {}
+
+
+def register_start(structure: str, name: str, counts: Callable) -> None:
+    """Offer `--init NAME` to a structure's fits: a start that runs EM (emc/runtime/modes/)."""
+    RUNNING_STARTS.setdefault(structure, {})[name] = counts
 
 
 def structure_initializers(problem: Problem) -> dict:
     """The structure's own starts: those its data module offers and those that run EM (modes/)."""
     own = dict(problem.model.data.INITIALIZERS)
-    own.update(RUNNING_INITIALIZERS.get(problem.model.checked.structure.name, {}))
+    own.update(RUNNING_STARTS.get(problem.model.checked.structure.name, {}))
     return own
 
 

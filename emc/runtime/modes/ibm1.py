@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.initialize import register_start
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState, random_init
 from emc.runtime.problem import Problem
@@ -35,9 +36,9 @@ def ibm1_counts(problem: Problem, executor, rng: np.random.Generator) -> np.ndar
     return executor.estep(params, examples, SUM, ones).counts
 
 
-# structure name -> its starts that run EM (--init NAME); a structure's starts that need only its
-# data stay in its data module's INITIALIZERS (spantree's random-split)
-INITIALIZERS = {"alignment": {"ibm1": ibm1_counts}}
+# a start that runs EM registers itself with the driver's starts; a structure's starts that need
+# only its data stay in its data module's INITIALIZERS (spantree's random-split)
+register_start("alignment", "ibm1", ibm1_counts)
 
 
 def _uniform_jumps(params: ParamState, tables) -> ParamState:
