@@ -39,3 +39,10 @@ def test_specs_that_differ_only_in_names_share_one_module():
     assert "words" not in source and "moves" not in source
     assert name == compiled.module_source(Model.from_text(hmm, "hmm.em").checked)[0]
     compile(source, name, "exec")
+
+
+def test_the_templates_bytecode_is_kept_in_the_cache():
+    """A warm start renders the module's source (its name hashes it) without compiling the
+    templates again: jinja keeps their bytecode beside the generated modules."""
+    hmm_source()
+    assert list((compiled.cache_dir() / "templates").glob("__jinja2_*.cache"))
