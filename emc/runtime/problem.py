@@ -18,7 +18,8 @@ from emc.io.vocab import Vocabulary
 from emc.runtime.blocks.block import LogLinearBlock
 from emc.runtime.compiled import load_module
 from emc.runtime.params import ParamLayout
-from emc.spec.check import check, evaluate_weight
+from emc.spec.check import check
+from emc.spec.checks.expressions import evaluate_weight
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.parse import parse_file, parse_text
