@@ -368,7 +368,8 @@ def test_a_second_latent_variable_is_reported_once(tmp_path, capsys):
      "multinomial trans : P(a.target | a.source)\nmultinomial jump : P(a.jump)\n",
      "alignment has it with jump=yes: write a : alignment(..., jump=yes)"),
     (HMM_HEAD + "multinomial t : P(z | z.prev)\nmultinomial e : P(x | z.foo)\n",
-     "a structure with other attributes can be written (docs/adding-a-structure.md)"),
+     "a structure with other attributes can be written in the spec as rules (docs/writing-models.md, "
+     "'Writing your own structure')"),
 ])
 def test_a_missing_attribute_names_the_argument_or_the_way_to_have_it(tmp_path, capsys, text, expected):
     assert expected in check_error(tmp_path, capsys, text)

@@ -13,6 +13,10 @@ from emc.spec.errors import did_you_mean, one_of
 from emc.spec.model import ResolvedAttr
 from emc.spec.structure import Attribute, Binding, SlotError
 
+# where an attribute no built-in structure has comes from: a structure written in the spec as rules
+WRITE_A_STRUCTURE = ("a structure with other attributes can be written in the spec as rules (docs/writing-models.md, "
+                     "'Writing your own structure')")
+
 
 def enabling_argument(binding: Binding, wanted: str) -> str | None:
     """`NAME=VALUE` of the structure argument that would give the binding attribute `wanted`
@@ -80,8 +84,7 @@ class AttributeChecks(CheckerBase):
             hint = (f"several parts have it: write {' or '.join(same_name)}" if len(same_name) > 1 else
                     f"{binding.structure.name} has it with {enabling}: write {binding.latent} : "
                     f"{binding.structure.name}(..., {enabling})" if enabling else
-                    did_you_mean(wanted, options) or f"the attributes are {one_of(options)}; a structure with "
-                    f"other attributes can be written (docs/adding-a-structure.md)")
+                    did_you_mean(wanted, options) or f"the attributes are {one_of(options)}; {WRITE_A_STRUCTURE}")
             self.error(bad.pos if bad else ref.pos, f"unknown attribute '{wanted}'", hint)
             return None
         attribute = attributes[path]
@@ -96,7 +99,7 @@ class AttributeChecks(CheckerBase):
                              f"{binding.structure.name}(..., {enabling})" if enabling
                         else did_you_mean(wanted, attributes) or
                         f"views apply to observed tokens, and {binding.structure.name}'s attributes are {one_of(own)}; "
-                        f"a structure with other attributes can be written (docs/adding-a-structure.md)")
+                        f"{WRITE_A_STRUCTURE}")
                 self.error(step.pos, f"unknown attribute '{wanted}'", hint)
                 return None
             if step.name == DENSE_VIEW:
