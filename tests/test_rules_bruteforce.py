@@ -5,6 +5,8 @@ hard-EM counts compared with the generated code, for every rule program in specs
 and for random small programs; posterior draws against the enumerated posterior."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from emc.spec.check import check
 from emc.spec.parse import parse_text
 from emc.structures.rules.program import evaluate
 from helpers import check_against_enumeration, problem_from_lines, random_params
+from random_programs import random_program
 from reference import projective_trees, rule_decoded_form, rule_derivations, rule_structures
 
 TOKENS = ["a b c", "b c a a", "c a", "a", "b b c"]
@@ -25,6 +28,7 @@ CASES = [
     ("hsmm.em", {"classes": 2, "maxlen": 2}, TOKENS),
     ("evg.em", {}, TOKENS),
     ("hmm_mixture.em", {"components": 2, "states": 2}, TOKENS[:3]),
+    ("hmm_prevword.em", {"states": 2}, TOKENS),
 ]
 
 
@@ -43,6 +47,17 @@ def check_program(problem, seeds=(0, 1)) -> None:
 @pytest.mark.parametrize("name, overrides, data", CASES, ids=[c[0] for c in CASES])
 def test_reference_rule_programs_match_enumeration(tmp_path, name, overrides, data):
     check_program(problem_from_lines(tmp_path, spec_text(name), data, None, overrides))
+
+
+# Each seed compiles a program (20 s and more), so a run draws one of each family. More:
+# EMC_RANDOM_PROGRAMS=40 pytest tests/test_rules_bruteforce.py -k random
+RANDOM_SEEDS = range(int(os.environ.get("EMC_RANDOM_PROGRAMS", "2")))
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_rule_programs_match_enumeration(tmp_path, seed):
+    text, data = random_program(seed)
+    check_program(problem_from_lines(tmp_path, text, data, None, {}))
 
 
 @pytest.mark.parametrize("name, overrides, data", [CASES[2], CASES[3], CASES[4]], ids=["pcfg", "dmv", "hsmm"])

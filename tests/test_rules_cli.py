@@ -61,6 +61,8 @@ def test_fit_decode_sample_info(tmp_path, capsys):
      "cannot order the chart"),
     ("part  seg(i, j, b, c, z) : done(j, c) += done(i, b) for c in 0..classes-1, i in j-2..j-1",
      "declares the variables"),
+    ("part  seg(i, j, b, c) : done(j, c) += done(i, b) for c in 0..classes-1, i in 0..j-1 where w = x[i:j]",
+     "the span x[i:j] can grow with the input"),
 ])
 def test_wrong_programs_are_named_with_their_position(tmp_path, capsys, program, message):
     spec = tmp_path / "bad.em"

@@ -156,7 +156,13 @@ def check_program(decl: ir.StructureDecl, error: ErrorSink) -> Program | None:
     program = Program(decl.name, decl.observed, defaults, items, rules)
     if not _choose_order(program, decl, report):
         return None
-    return program
+    for rule in program.parts:
+        for attr in rule.where:
+            if attr.kind == "span" and span_bound(rule, attr, defaults) is None:
+                report(attr.pos, f"part '{rule.name}': the span {attr.observed}[{attr.index.text}:{attr.end.text}] can "
+                                 "grow with the input, and a span is a word of a vocabulary of runs up to a length",
+                       "bound its length by the structure's arguments, e.g. `for i in j-maxlen..j-1`")
+    return None if errors_before[0] else program
 
 
 def _constants_hint(defaults: dict[str, int]) -> str:
@@ -394,6 +400,17 @@ def _type_order(program: Program, firings: list[Firing]) -> Firing | None:
             order[t] = len(order)
     program.type_order = order
     return None
+
+
+def span_bound(rule: Rule, attr: ir.AttrDef, args: dict[str, int]) -> int | None:
+    """The longest the span attribute `attr` of a part gets under the arguments (its ends' variables
+    grounded at two lengths); None when it grows with the input."""
+    names = {v for v in (*attr.index.names, *attr.end.names) if v in rule.bounds}
+    variables = closure(rule, names)
+    size = 2 * max([*args.values(), 1]) + 6
+    found = [max((evaluate(attr.end, a) - evaluate(attr.index, a) for a in assignments(rule, variables, {N: n, **args})),
+                 default=0) for n in (size, size + 7)]
+    return found[0] if found[0] == found[1] else None
 
 
 def parts_per_level(program: Program) -> int:

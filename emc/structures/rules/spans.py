@@ -15,7 +15,7 @@ import numpy as np
 from emc.io.corpus import TokenField
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import EmcError
-from emc.structures.rules.program import N, Program, Rule, assignments, closure, evaluate
+from emc.structures.rules.program import Program, Rule, span_bound
 from emc.structures.segmentation.substrings import NO_RUN, index_runs
 
 SPANS = "substrings"  # the name the segmentation gives its runs: a twin written as rules shares its vocabulary
@@ -26,22 +26,16 @@ def span_attributes(program: Program) -> list[tuple[Rule, Any]]:
 
 
 def longest_span(program: Program, args: dict[str, int]) -> int:
-    """The longest span of any span attribute (0 without them); refused when it grows with n."""
+    """The longest span of any span attribute under the arguments (0 without them). The checker
+    refuses a span that grows with the input under the spec's arguments; arguments set at fit
+    time are checked again here."""
     longest = 0
-    size = 2 * max([*args.values(), 1]) + 6
     for rule, attr in span_attributes(program):
-        names = {v for v in (*attr.index.names, *attr.end.names) if v in rule.bounds}
-        variables = closure(rule, names)
-        found = []
-        for n in (size, size + 7):
-            env = {N: n, **args}
-            found.append(max((evaluate(attr.end, a) - evaluate(attr.index, a) for a in assignments(rule, variables, env)),
-                             default=0))
-        if found[0] != found[1]:
+        found = span_bound(rule, attr, args)
+        if found is None:
             raise EmcError(f"part '{rule.name}': the span {attr.observed}[{attr.index.text}:{attr.end.text}] can grow "
-                           "with the input: bound its length by the structure's arguments (e.g. `for i in "
-                           "j-maxlen..j-1`)")
-        longest = max(longest, found[0])
+                           "with the input under these arguments: bound its length by the structure's arguments")
+        longest = max(longest, found)
     return longest
 
 
