@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from emc.io.readers import require_examples
 from emc.io.views import apply_views
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
@@ -154,6 +155,16 @@ class Corpus:
             file_of=self.file_of[indices],
             too_long=self.too_long,  # of the examples read, as `Problem.read` counts them
         )
+
+
+def sentence_corpus(path: str, name: str, sentences: list[list[str]], vocab: Vocabulary, lines: list[int],
+                    max_length: int, unit: str = "words") -> Corpus:
+    """The corpus of one field `name` read a sentence an example: refused when no sentence has a
+    token, sentences over --max-length read as empty (cut_long), tokens encoded by `vocab`."""
+    require_examples(path, sum(1 for s in sentences if s), "sentence")
+    sentences, too_long = cut_long(path, sentences, max_length, unit)
+    return Corpus(path, {name: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines),
+                  too_long=too_long)
 
 
 def cut_long(path: str, sentences: list[list[str]], limit: int, unit: str = "words") -> tuple[list[list[str]], int]:

@@ -11,8 +11,12 @@ recognised by its exact tag.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+from emc.io.readers import read_lines
+from emc.spec.errors import DataError
 
 EMPTY_ELEMENT = "-NONE-"
 # Klein & Manning's WSJ10 convention: these tags are removed with their words.
@@ -143,3 +147,22 @@ def _walk(root: Node) -> Iterator[tuple[Node, int, int]]:
             bounds[id(node)] = (0, 0)
     for node in order:
         yield (node, *bounds[id(node)])
+
+
+def read_tree_file(path: str, parse: Callable[[int, str], tuple[list[str], Any]],
+                   empty: Callable[[], Any]) -> tuple[list[list[str]], list[Any], list[int]]:
+    """One tree per line, each read by `parse(line number, line)` into its tags and its gold
+    (`empty()` for a blank line, an empty example, so that decode's output lines match); a line
+    that is not a tree is refused with its number. Returns the tags, the gold and the line numbers."""
+    sentences, gold, numbers = [], [], []
+    for number, line in read_lines(path):
+        tags, value = [], empty()
+        if line.strip():
+            try:
+                tags, value = parse(number, line)
+            except TreeError as err:
+                raise DataError(path, number, f"not a Penn Treebank tree: {err}") from None
+        sentences.append(tags)
+        gold.append(value)
+        numbers.append(number)
+    return sentences, gold, numbers

@@ -27,7 +27,7 @@ from numba import njit
 
 from emc.structures.chain import dp as chain_dp
 from emc.structures.sampling import draw, is_sampling, sample_count
-from emc.structures.semiring import SUM
+from emc.structures.semiring import MAX, SUM
 
 NEG_INF = -np.inf
 NO_LINK = -1  # a decoded target word linked to NULL
@@ -279,30 +279,29 @@ def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     return log_z
 
 
-@njit(cache=True)
-def chain_best(scores, jump_scores, maxjump, null, links):
-    """The HMM aligner's Viterbi alignment: links[j] = source position, NO_LINK for NULL."""
+@njit(inline="always")
+def _chain_links(semiring, scores, jump_scores, maxjump, null, links):
+    """The HMM aligner's links read back from its chain under `semiring` (the chain DP's
+    read_path): links[j] = source position, NO_LINK for NULL; the log score or log Z."""
     width, m = scores.shape
     l = width - null
     node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
     path = np.empty(m, np.int64)
     states, lo, hi = _no_constraints()
-    log_score = chain_dp.viterbi(node, trans, initial, final, states, lo, hi, path)
+    total = chain_dp.read_path(semiring, node, trans, initial, final, states, lo, hi, path)
     for j in range(m):
         links[j] = path[j] if 0 <= path[j] < l else NO_LINK
-    return log_score
+    return total
+
+
+@njit(cache=True)
+def chain_best(scores, jump_scores, maxjump, null, links):
+    """The HMM aligner's Viterbi alignment: links[j] = source position, NO_LINK for NULL."""
+    return _chain_links(MAX, scores, jump_scores, maxjump, null, links)
 
 
 @njit(cache=True)
 def chain_sample(scores, jump_scores, maxjump, null, links):
     """The HMM aligner: an alignment drawn from the posterior, links[j] = source position or
     NO_LINK; returns log Z (-inf: links all NO_LINK)."""
-    width, m = scores.shape
-    l = width - null
-    node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
-    path = np.empty(m, np.int64)
-    states, lo, hi = _no_constraints()
-    log_z = chain_dp.sample(node, trans, initial, final, states, lo, hi, path)
-    for j in range(m):
-        links[j] = path[j] if 0 <= path[j] < l else NO_LINK
-    return log_z
+    return _chain_links(SUM, scores, jump_scores, maxjump, null, links)

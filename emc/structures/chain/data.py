@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from emc.io.conllu import OUTPUT_OPTION, gold_column_name, read_conllu
-from emc.io.corpus import Corpus, TokenField, cut_long
-from emc.io.readers import read_lines, require_examples
+from emc.io.corpus import Corpus, TokenField, sentence_corpus
+from emc.io.readers import read_lines
 from emc.io.sniff import SNIFFED_LINES, refuse_other_format, refuse_plain_text_as_conll
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
@@ -72,10 +72,7 @@ def read_field(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voc
             s.target = column
     else:
         raise DataError(path, None, f"this structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
-    require_examples(path, sum(1 for s in sentences if s), "sentence")
-    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0)
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines),
-                    too_long=too_long)
+    corpus = sentence_corpus(path, x, sentences, vocab, lines, options.get("max_length") or 0)
     if tags is not None:
         tag_vocab = vocabs.setdefault("gold:tags", Vocabulary())
         corpus.gold["tags"] = TokenField.from_lists([tag_vocab.encode(t) for t in tags], tag_vocab)

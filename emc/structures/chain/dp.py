@@ -479,39 +479,38 @@ def marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, no
     return log_z
 
 
-# Inlined into its callers (the decoders): as a compiled function of its own, each caller would
-# link it and the DPs it calls again, half a second of a cold start's compiling.
 @njit(inline="always")
-def viterbi(node, trans, initial, final, states, lo, hi, path):
+def read_path(semiring, node, trans, initial, final, states, lo, hi, path):
+    """One path into `path`, read back from the forward pass under `semiring`: the best (MAX) or
+    one drawn from the posterior (SUM); returns its log score or log Z (-inf: path all -1)."""
     n, K = node.shape
     alpha = np.empty((n, K))
     scale = np.empty(n + 1)
     if states.shape[0] > 0:
-        log_z = forward_pruned(MAX, node, trans, initial, final, states, lo, hi, alpha, scale)
+        log_z = forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha, scale)
     else:
-        log_z = forward(MAX, node, trans, initial, final, alpha, scale)
+        log_z = forward(semiring, node, trans, initial, final, alpha, scale)
     if log_z == NEG_INF or log_z != log_z:
         path[:] = -1
         return log_z
-    backtrack(node, trans, final, alpha, path)
+    if semiring == MAX:
+        backtrack(node, trans, final, alpha, path)
+    else:
+        sample_path(node, trans, final, alpha, path)
     return log_z
+
+
+# Inlined into its callers (the decoders): as a compiled function of its own, each caller would
+# link it and the DPs it calls again, half a second of a cold start's compiling.
+@njit(inline="always")
+def viterbi(node, trans, initial, final, states, lo, hi, path):
+    return read_path(MAX, node, trans, initial, final, states, lo, hi, path)
 
 
 @njit(cache=True)
 def sample(node, trans, initial, final, states, lo, hi, path):
     """One path drawn from the posterior into `path`; returns log Z (-inf: path all -1)."""
-    n, K = node.shape
-    alpha = np.empty((n, K))
-    scale = np.empty(n + 1)
-    if states.shape[0] > 0:
-        log_z = forward_pruned(SUM, node, trans, initial, final, states, lo, hi, alpha, scale)
-    else:
-        log_z = forward(SUM, node, trans, initial, final, alpha, scale)
-    if log_z == NEG_INF or log_z != log_z:
-        path[:] = -1
-        return log_z
-    sample_path(node, trans, final, alpha, path)
-    return log_z
+    return read_path(SUM, node, trans, initial, final, states, lo, hi, path)
 
 
 # --- order 2 ------------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ import numpy as np
 
 from emc.eval.dependencies import attachment_scores
 from emc.io.conllu import OUTPUT_OPTION, read_conllu
-from emc.io.corpus import Corpus, TokenField, cut_long
+from emc.io.corpus import Corpus, sentence_corpus
 from emc.io.heads import cycle_message, head_cycle, read_dependencies
-from emc.io.ptb import TreeError
-from emc.io.readers import read_lines, require_examples
+from emc.io.ptb import read_tree_file
+from emc.io.readers import read_lines
 from emc.io.sniff import SNIFFED_LINES, refuse_other_format
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
@@ -52,7 +52,7 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
             refuse_other_format(path, [line for _, line in lines[:SNIFFED_LINES]], FORMATS)
         sentences, gold, numbers = [line.split() for _, line in lines], None, [n for n, _ in lines]
     elif fmt == "ptb":
-        sentences, gold, numbers = _read_ptb(path)
+        sentences, gold, numbers = read_tree_file(path, lambda number, line: read_dependencies(line), list)
     elif fmt == "conll":
         sentences, gold, numbers = _read_conll(path, options.get("word_column") or CONLL_TOKEN_COLUMN,
                                                options.get("head_column") or CONLL_HEAD_COLUMN)
@@ -66,10 +66,7 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
             s.target = "head"
     else:
         raise DataError(path, None, f"the deptree structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
-    require_examples(path, sum(1 for s in sentences if s), "sentence")
-    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0)
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(numbers),
-                    too_long=too_long)
+    corpus = sentence_corpus(path, x, sentences, vocab, numbers, options.get("max_length") or 0)
     if gold is not None:
         corpus.gold["heads"] = gold
     if options.get("output") == "conllu":
@@ -77,22 +74,6 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
             raise DataError(path, None, "--output conllu writes the input back: read it with --format conllu")
         corpus.gold["conllu"] = written_back
     return corpus
-
-
-def _read_ptb(path: str) -> tuple[list[list[str]], list[list[int]], list[int]]:
-    """One tree per line; blank lines are empty examples (so decode's output lines match)."""
-    sentences, gold, numbers = [], [], []
-    for number, line in read_lines(path):
-        tags, heads = [], []
-        if line.strip():
-            try:
-                tags, heads = read_dependencies(line)
-            except TreeError as err:
-                raise DataError(path, number, f"not a Penn Treebank tree: {err}") from None
-        sentences.append(tags)
-        gold.append(heads)
-        numbers.append(number)
-    return sentences, gold, numbers
 
 
 def _read_conll(path: str, token_column: int, head_column: int):

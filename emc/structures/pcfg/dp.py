@@ -305,28 +305,31 @@ def _child_label(nodes, count, i, j):
     return -1
 
 
+@njit(inline="always")
+def read_tree(semiring, rule, emit, root, n, K, nodes):
+    """One tree as nodes (see read_back), read back from the inside pass under `semiring`: the
+    best (MAX) or one drawn from the posterior (SUM); returns its log score or log Z, -inf (no
+    nodes written) when no tree is possible."""
+    ins, ins_scale = _charts(n, K)
+    inside(semiring, rule, emit, n, K, ins, ins_scale)
+    total = _root_total(semiring, root, ins, ins_scale, n, K)
+    if total > NEG_INF:
+        read_back(rule, root, ins, ins_scale, n, K, nodes, semiring != MAX)
+    return total
+
+
 @njit(cache=True)
 def viterbi(rule, emit, root, n, K, nodes):
     """The best tree as nodes (i, j, label, split) in preorder (see read_back) and its log score;
     -inf (no nodes written) when no tree is possible."""
-    ins, ins_scale = _charts(n, K)
-    inside(MAX, rule, emit, n, K, ins, ins_scale)
-    log_score = _root_total(MAX, root, ins, ins_scale, n, K)
-    if log_score > NEG_INF:
-        read_back(rule, root, ins, ins_scale, n, K, nodes, False)
-    return log_score
+    return read_tree(MAX, rule, emit, root, n, K, nodes)
 
 
 @njit(cache=True)
 def sample(rule, emit, root, n, K, nodes):
     """A tree drawn from the posterior as nodes (see read_back) and log Z; -inf (no nodes
     written) when no tree is possible. The caller seeds the generator."""
-    ins, ins_scale = _charts(n, K)
-    inside(SUM, rule, emit, n, K, ins, ins_scale)
-    log_z = _root_total(SUM, root, ins, ins_scale, n, K)
-    if log_z > NEG_INF:
-        read_back(rule, root, ins, ins_scale, n, K, nodes, True)
-    return log_z
+    return read_tree(SUM, rule, emit, root, n, K, nodes)
 
 
 @njit(cache=True)

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from emc.eval.brackets import bracket_scores
-from emc.io.corpus import Corpus, TokenField, cut_long
-from emc.io.ptb import TreeError, read_tree
-from emc.io.readers import read_lines, require_examples
+from emc.io.corpus import Corpus, sentence_corpus
+from emc.io.ptb import read_tree, read_tree_file
+from emc.io.readers import read_lines
 from emc.io.sniff import SNIFFED_LINES, refuse_other_format
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
@@ -55,13 +55,10 @@ def read(model: CheckedModel, path: str, options: dict[str, Any], vocabs: dict[s
         sentences, lines = _read_tokens(path, options.get("format") is None)
         gold = None
     elif fmt == "ptb":
-        sentences, gold, lines = _read_ptb(path)
+        sentences, gold, lines = read_tree_file(path, lambda number, line: _tree(path, number, line), set)
     else:
         raise DataError(path, None, f"the spantree structure reads formats {', '.join(FORMATS)}, not '{fmt}'")
-    require_examples(path, sum(1 for s in sentences if s), "sentence")
-    sentences, too_long = cut_long(path, sentences, options.get("max_length") or 0, "symbols")
-    corpus = Corpus(path, {x: TokenField.from_lists([vocab.encode(s) for s in sentences], vocab)}, np.array(lines),
-                    too_long=too_long)
+    corpus = sentence_corpus(path, x, sentences, vocab, lines, options.get("max_length") or 0, "symbols")
     if gold is not None:
         corpus.gold["brackets"] = gold
     return corpus
@@ -89,23 +86,11 @@ def _read_tokens(path: str, sniff: bool = False) -> tuple[list[list[str]], list[
     return sentences, lines
 
 
-def _read_ptb(path: str) -> tuple[list[list[str]], list[set[tuple[int, int]]], list[int]]:
-    """One tree per line; blank lines are empty examples (so decode's output lines match)."""
-    sentences, gold, lines = [], [], []
-    for number, line in read_lines(path):
-        if not line.strip():
-            tags, spans = [], set()
-        else:
-            try:
-                tree = read_tree(line)
-            except TreeError as err:
-                raise DataError(path, number, f"not a Penn Treebank tree: {err}") from None
-            tags, spans = tree.tags, tree.spans
-            _check_symbols(path, number, tags)
-        sentences.append(tags)
-        gold.append(spans)
-        lines.append(number)
-    return sentences, gold, lines
+def _tree(path: str, number: int, line: str) -> tuple[list[str], set[tuple[int, int]]]:
+    """A tree's tags and its constituent spans."""
+    tree = read_tree(line)
+    _check_symbols(path, number, tree.tags)
+    return tree.tags, tree.spans
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
