@@ -23,6 +23,7 @@ from pathlib import Path
 
 import jinja2
 
+from emc.codegen.cache import cache_dir
 from emc.version import __version__
 from emc.codegen.layout import CodeLayout, token_array_name
 from emc.spec.model import CheckedModel, Factor
@@ -180,8 +181,6 @@ def _environment() -> jinja2.Environment:
     """One environment per process: it keeps the compiled templates (building them is most of a render),
     and jinja keeps their bytecode in emc's cache folder (keyed by each template's checksum), so a
     warm start renders without compiling them again (0.1 s of it)."""
-    from emc.runtime.compiled import cache_dir  # the runtime imports this module: not at the top
-
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("emc.codegen").joinpath("templates", name).read_text(encoding="utf-8"))
     folder = cache_dir() / "templates"

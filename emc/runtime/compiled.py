@@ -12,24 +12,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import os
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
 from emc.version import __version__
+from emc.codegen.cache import cache_dir
 from emc.codegen.layout import CodeLayout
 from emc.codegen.render import render
 from emc.io.atomic import atomic_write
 from emc.spec.model import CheckedModel
-
-
-def cache_dir() -> Path:
-    if os.environ.get("EMC_CACHE_DIR"):
-        return Path(os.environ["EMC_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "emc"
 
 
 _EMC_ROOT = Path(__file__).resolve().parent.parent

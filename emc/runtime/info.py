@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from emc.codegen.cache import cache_dir
 from emc.codegen.layout import CodeLayout
-from emc.runtime.compiled import cache_dir, load_module
+from emc.runtime.compiled import load_module
 from emc.spec.check import check
 from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file
