@@ -271,33 +271,35 @@ def marginals(semiring, seg, marg):
     return log_z
 
 
-@njit(cache=True)
-def viterbi(seg, starts):
-    """The best segmentation: starts[i] = length of the word starting at i (0 inside a word).
-    Returns its log score; -inf (and starts all 0) when every segmentation scores 0."""
+@njit(inline="always")
+def _read_starts(semiring, seg, starts):
+    """One segmentation into `starts`, read back from the forward pass under `semiring`: the best
+    (MAX) or one drawn from the posterior (SUM); returns its log score or log Z (-inf, starts all
+    0, when every segmentation scores 0)."""
     n, L = seg.shape
     alpha = np.empty(n + 1)
     inv_scale = np.empty(n + 1)
     # np.int64, as the E-step passes it: a literal compiles _run_forward once more
-    log_z, space, scores = _run_forward(np.int64(MAX), seg, alpha, inv_scale)
+    log_z, space, scores = _run_forward(np.int64(semiring), seg, alpha, inv_scale)
     if not log_z > NEG_INF:
         starts[:] = 0
         return log_z
-    backtrack(space, scores, alpha, inv_scale, starts)
+    if semiring == MAX:
+        backtrack(space, scores, alpha, inv_scale, starts)
+    else:
+        sample_starts(space, scores, alpha, inv_scale, starts)
     return log_z
+
+
+@njit(cache=True)
+def viterbi(seg, starts):
+    """The best segmentation: starts[i] = length of the word starting at i (0 inside a word).
+    Returns its log score; -inf (and starts all 0) when every segmentation scores 0."""
+    return _read_starts(MAX, seg, starts)
 
 
 @njit(cache=True)
 def sample(seg, starts):
     """A segmentation drawn from the posterior, encoded as viterbi's; returns log Z (-inf, starts
     all 0, when every segmentation scores 0)."""
-    n, L = seg.shape
-    alpha = np.empty(n + 1)
-    inv_scale = np.empty(n + 1)
-    # np.int64, as the E-step passes it: a literal compiles _run_forward once more
-    log_z, space, scores = _run_forward(np.int64(SUM), seg, alpha, inv_scale)
-    if not log_z > NEG_INF:
-        starts[:] = 0
-        return log_z
-    sample_starts(space, scores, alpha, inv_scale, starts)
-    return log_z
+    return _read_starts(SUM, seg, starts)
