@@ -569,8 +569,9 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
-    """Outside values, top level first, and each part's posterior marginal mu into the counts."""
+def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, post):
+    """Outside values, top level first, and each part's posterior marginal mu into the counts (if
+    counts has a dense array) and into the posteriors post (if not empty)."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
     n = offsets[ex + 1] - first
@@ -645,6 +646,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rpw = n + 1
+    posting = post.shape[0] > 0
+    counting = dense.shape[0] > 0
     out[b6] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
@@ -664,12 +668,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
                                         ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
                                         mu = (roh * rf) * rw0 * ru0
-                                        cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
-                                        dense[cell] += mu * weight
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
+                                        if counting:
+                                            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
+                                            dense[cell] += mu * weight
+                                            if tracked and mark[cell] == 0:
+                                                mark[cell] = 1
+                                                listed += 1
+                                                touched[listed] = cell
                                         out[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2] += (roh * rf) * rw0
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
@@ -686,12 +691,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
                                         ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
                                         mu = (roh * rf) * rw0 * ru0
-                                        cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
-                                        dense[cell] += mu * weight
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
+                                        if counting:
+                                            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
+                                            dense[cell] += mu * weight
+                                            if tracked and mark[cell] == 0:
+                                                mark[cell] = 1
+                                                listed += 1
+                                                touched[listed] = cell
                                         out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] += (roh * rf) * rw0
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
@@ -734,12 +740,16 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
                                 rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[lev])
                                 mu = roh * rw0 * ru0 * ru1 * rf
-                                cell = ro2 + (token_0) * rr2 + 0
-                                dense[cell] += mu * weight
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
+                                if counting:
+                                    cell = ro2 + (token_0) * rr2 + 0
+                                    dense[cell] += mu * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                                if posting:
+                                    rp = mu
+                                    post[rv0 * rpw + 0] += rp
                                 out[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] += roh * rw0 * ru1 * rf
                                 out[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1] += roh * rw0 * ru0 * rf
         if 0 <= 1 <= 1:
@@ -757,6 +767,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2]
                                         if roh != 0.0:
                                             rm0 = 0.0
+                                            rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
                                                     ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
@@ -768,20 +779,25 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
                                                                 mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
                                                                 rm0 += mu
-                                                                cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                                dense[cell] += mu * weight
-                                                                if tracked and mark[cell] == 0:
-                                                                    mark[cell] = 1
-                                                                    listed += 1
-                                                                    touched[listed] = cell
+                                                                if counting:
+                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
+                                                                    dense[cell] += mu * weight
+                                                                    if tracked and mark[cell] == 0:
+                                                                        mark[cell] = 1
+                                                                        listed += 1
+                                                                        touched[listed] = cell
+                                                                rp += mu
                                                                 out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
                                                                 out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
-                                            cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 1
-                                            dense[cell] += rm0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
+                                            if posting:
+                                                post[rv0 * rpw + rv1 + 1] += rp
+                                            if counting:
+                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 1
+                                                dense[cell] += rm0 * weight
+                                                if tracked and mark[cell] == 0:
+                                                    mark[cell] = 1
+                                                    listed += 1
+                                                    touched[listed] = cell
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 0 <= 1:
@@ -797,6 +813,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2]
                                         if roh != 0.0:
                                             rm0 = 0.0
+                                            rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
                                                     ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
@@ -808,20 +825,25 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
                                                                 mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
                                                                 rm0 += mu
-                                                                cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                                dense[cell] += mu * weight
-                                                                if tracked and mark[cell] == 0:
-                                                                    mark[cell] = 1
-                                                                    listed += 1
-                                                                    touched[listed] = cell
+                                                                if counting:
+                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
+                                                                    dense[cell] += mu * weight
+                                                                    if tracked and mark[cell] == 0:
+                                                                        mark[cell] = 1
+                                                                        listed += 1
+                                                                        touched[listed] = cell
+                                                                rp += mu
                                                                 out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
                                                                 out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
-                                            cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 0
-                                            dense[cell] += rm0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
+                                            if posting:
+                                                post[rv0 * rpw + rv1 + 1] += rp
+                                            if counting:
+                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 0
+                                                dense[cell] += rm0 * weight
+                                                if tracked and mark[cell] == 0:
+                                                    mark[cell] = 1
+                                                    listed += 1
+                                                    touched[listed] = cell
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 1 <= 1:
@@ -837,6 +859,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2]
                                         if roh != 0.0:
                                             rm0 = 0.0
+                                            rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
                                                     ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
@@ -848,20 +871,25 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
                                                                 mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
                                                                 rm0 += mu
-                                                                cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                                dense[cell] += mu * weight
-                                                                if tracked and mark[cell] == 0:
-                                                                    mark[cell] = 1
-                                                                    listed += 1
-                                                                    touched[listed] = cell
+                                                                if counting:
+                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
+                                                                    dense[cell] += mu * weight
+                                                                    if tracked and mark[cell] == 0:
+                                                                        mark[cell] = 1
+                                                                        listed += 1
+                                                                        touched[listed] = cell
+                                                                rp += mu
                                                                 out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
                                                                 out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
-                                            cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 1
-                                            dense[cell] += rm0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
+                                            if posting:
+                                                post[rv1 * rpw + rv0 + 1] += rp
+                                            if counting:
+                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 1
+                                                dense[cell] += rm0 * weight
+                                                if tracked and mark[cell] == 0:
+                                                    mark[cell] = 1
+                                                    listed += 1
+                                                    touched[listed] = cell
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 1 <= 1:
@@ -877,6 +905,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2]
                                         if roh != 0.0:
                                             rm0 = 0.0
+                                            rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
                                                     ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
@@ -888,20 +917,25 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
                                                                 mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
                                                                 rm0 += mu
-                                                                cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                                dense[cell] += mu * weight
-                                                                if tracked and mark[cell] == 0:
-                                                                    mark[cell] = 1
-                                                                    listed += 1
-                                                                    touched[listed] = cell
+                                                                if counting:
+                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
+                                                                    dense[cell] += mu * weight
+                                                                    if tracked and mark[cell] == 0:
+                                                                        mark[cell] = 1
+                                                                        listed += 1
+                                                                        touched[listed] = cell
+                                                                rp += mu
                                                                 out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
                                                                 out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
-                                            cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 0
-                                            dense[cell] += rm0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
+                                            if posting:
+                                                post[rv1 * rpw + rv0 + 1] += rp
+                                            if counting:
+                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 0
+                                                dense[cell] += rm0 * weight
+                                                if tracked and mark[cell] == 0:
+                                                    mark[cell] = 1
+                                                    listed += 1
+                                                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -1796,7 +1830,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts)
+        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
@@ -1843,6 +1877,13 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
-    """log Z only: posterior output for structures written as rules is refused before decoding."""
+    """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
+    token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    return _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    out[:] = 0.0
+    if not log_z > -np.inf:
+        return log_z
+    none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    return log_z

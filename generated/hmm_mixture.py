@@ -222,8 +222,9 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
-    """Outside values, top level first, and each part's posterior marginal mu into the counts."""
+def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, post):
+    """Outside values, top level first, and each part's posterior marginal mu into the counts (if
+    counts has a dense array) and into the posteriors post (if not empty)."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
     n = offsets[ex + 1] - first
@@ -258,6 +259,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rpw = (-1 + ra1) + 1
+    posting = post.shape[0] > 0
+    counting = dense.shape[0] > 0
     out[b2] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
@@ -274,12 +278,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     rw0 = derived[rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0]
                                     ru0 = chart[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2]
                                     mu = (roh * rf) * rw0 * ru0
-                                    cell = ro1 + (ra1) * rr1 + (rv1) * size_0 + rv0
-                                    dense[cell] += mu * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
+                                    if counting:
+                                        cell = ro1 + (ra1) * rr1 + (rv1) * size_0 + rv0
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
                                     out[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2] += (roh * rf) * rw0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
@@ -294,24 +299,30 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 roh = out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
                                 if roh != 0.0:
                                     rm1 = 0.0
+                                    rp = 0.0
                                     for rv3 in range(0, ra1 + 1):
                                         rw0 = derived[rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1]
                                         ru0 = chart[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2]
                                         mu = (roh * rw1 * rf) * rw0 * ru0
-                                        cell = ro1 + (rv2) * rr1 + (rv3) * size_0 + rv1
-                                        dense[cell] += mu * weight
+                                        if counting:
+                                            cell = ro1 + (rv2) * rr1 + (rv3) * size_0 + rv1
+                                            dense[cell] += mu * weight
+                                            if tracked and mark[cell] == 0:
+                                                mark[cell] = 1
+                                                listed += 1
+                                                touched[listed] = cell
+                                        rm1 += mu
+                                        rp += mu
+                                        out[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2] += (roh * rw1 * rf) * rw0
+                                    if posting:
+                                        post[(-1 + rv0) * rpw + rv2] += rp
+                                    if counting:
+                                        cell = ro2 + (token_0) * rr2 + (rv2) * size_0 + rv1
+                                        dense[cell] += rm1 * weight
                                         if tracked and mark[cell] == 0:
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
-                                        rm1 += mu
-                                        out[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2] += (roh * rw1 * rf) * rw0
-                                    cell = ro2 + (token_0) * rr2 + (rv2) * size_0 + rv1
-                                    dense[cell] += rm1 * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
@@ -323,12 +334,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             roh = out[b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2]
                             if roh != 0.0:
                                 mu = (roh * ru0 * rf) * rw0
-                                cell = ro0 + (rv0) * rr0 + 0
-                                dense[cell] += mu * weight
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
+                                if counting:
+                                    cell = ro0 + (rv0) * rr0 + 0
+                                    dense[cell] += mu * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
                                 out[b0] += (roh * rf) * rw0
     if tracked:
         touched[0] = listed
@@ -652,7 +664,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts)
+        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
@@ -699,6 +711,13 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
-    """log Z only: posterior output for structures written as rules is refused before decoding."""
+    """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
+    token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    return _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    out[:] = 0.0
+    if not log_z > -np.inf:
+        return log_z
+    none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    return log_z

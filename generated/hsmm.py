@@ -238,8 +238,9 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
-    """Outside values, top level first, and each part's posterior marginal mu into the counts."""
+def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, post):
+    """Outside values, top level first, and each part's posterior marginal mu into the counts (if
+    counts has a dense array) and into the posteriors post (if not empty)."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
     n = offsets[ex + 1] - first
@@ -280,6 +281,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rpw = (-1 + ra0) + 1
+    posting = post.shape[0] > 0
+    counting = dense.shape[0] > 0
     if 0 <= n <= n:
         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
             out[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1] = np.exp(ls[(1 + n)] - log_z)
@@ -296,12 +300,17 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         rw0 = derived[rd3 + (rv2) * rr3 + rv1]
                         ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
                         mu = (roh * rf) * rw0 * ru0
-                        cell = ro3 + (rv2) * rr3 + rv1
-                        dense[cell] += mu * weight
-                        if tracked and mark[cell] == 0:
-                            mark[cell] = 1
-                            listed += 1
-                            touched[listed] = cell
+                        if counting:
+                            cell = ro3 + (rv2) * rr3 + rv1
+                            dense[cell] += mu * weight
+                            if tracked and mark[cell] == 0:
+                                mark[cell] = 1
+                                listed += 1
+                                touched[listed] = cell
+                        if posting:
+                            rp = mu
+                            for rq in range((rv0 - rv2), rv0):
+                                post[rq * rpw + rv1] += rp
                         out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rf) * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
@@ -320,12 +329,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     mu = (roh * rw0 * rf) * ru0
                                     rm0 += mu
                                     out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rw0 * rf)
-                        cell = ro2 + (token_0) * rr2 + rv1
-                        dense[cell] += rm0 * weight
-                        if tracked and mark[cell] == 0:
-                            mark[cell] = 1
-                            listed += 1
-                            touched[listed] = cell
+                        if counting:
+                            cell = ro2 + (token_0) * rr2 + rv1
+                            dense[cell] += rm0 * weight
+                            if tracked and mark[cell] == 0:
+                                mark[cell] = 1
+                                listed += 1
+                                touched[listed] = cell
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -342,20 +352,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     rw0 = derived[rd0 + (rv1) * rr0 + rv2]
                                     ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
                                     mu = (roh * rw1 * rf) * rw0 * ru0
-                                    cell = ro0 + (rv1) * rr0 + rv2
-                                    dense[cell] += mu * weight
+                                    if counting:
+                                        cell = ro0 + (rv1) * rr0 + rv2
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
+                                    rm1 += mu
+                                    out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += (roh * rw1 * rf) * rw0
+                                if counting:
+                                    cell = ro1 + (token_0) * rr1 + rv1
+                                    dense[cell] += rm1 * weight
                                     if tracked and mark[cell] == 0:
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
-                                    rm1 += mu
-                                    out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += (roh * rw1 * rf) * rw0
-                                cell = ro1 + (token_0) * rr1 + rv1
-                                dense[cell] += rm1 * weight
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -709,7 +721,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts)
+        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
@@ -756,6 +768,13 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
-    """log Z only: posterior output for structures written as rules is refused before decoding."""
+    """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
+    token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    return _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    out[:] = 0.0
+    if not log_z > -np.inf:
+        return log_z
+    none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    return log_z

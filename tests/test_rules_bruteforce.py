@@ -14,7 +14,9 @@ from conftest import ROOT
 from emc.spec.check import check
 from emc.spec.parse import parse_text
 from emc.structures.rules.program import evaluate
-from helpers import check_against_enumeration, problem_from_lines, random_params
+from emc.runtime.executor import LocalExecutor
+from emc.structures.rules import posterior_width
+from helpers import check_against_enumeration, problem_from_lines, random_params, structure_scores
 from random_programs import random_program
 from reference import projective_trees, rule_decoded_form, rule_derivations, rule_structures
 
@@ -47,6 +49,39 @@ def check_program(problem, seeds=(0, 1)) -> None:
 @pytest.mark.parametrize("name, overrides, data", CASES, ids=[c[0] for c in CASES])
 def test_reference_rule_programs_match_enumeration(tmp_path, name, overrides, data):
     check_program(problem_from_lines(tmp_path, spec_text(name), data, None, overrides))
+
+
+POSTERIOR_CASES = [c for c in CASES if c[0] in ("rules/chain.em", "hsmm.em", "rules/dmv.em", "hmm_prevword.em")]
+
+
+@pytest.mark.parametrize("name, overrides, data", POSTERIOR_CASES, ids=[c[0] for c in POSTERIOR_CASES])
+def test_rule_posteriors_are_the_enumerated_marginals(tmp_path, name, overrides, data):
+    """posterior_example (emc decode --posteriors): P(token t gets label v), or P(token t's head
+    is h), summed over the enumerated derivations whose parts say so."""
+    problem = problem_from_lines(tmp_path, spec_text(name), data, None, overrides)
+    program = problem.model.checked.structure.program
+    params = random_params(problem, np.random.default_rng(4))
+    marginals, log_z = LocalExecutor(problem, threads=1).posterior(params, np.arange(problem.n_examples))
+    rules = {rule.name: rule for rule in program.parts}
+    for example in range(problem.n_examples):
+        n = len(problem.corpus.fields["x"].tokens(example))
+        structures = list(rule_structures(problem, example))
+        scores = structure_scores(problem, params, structures)
+        expected = np.zeros((n, posterior_width(program, problem.args, n)))
+        for (_, form), score in zip(structures, scores):
+            for rule_name, values in form:
+                rule = rules[rule_name]
+                env = {"n": n, **problem.args, **dict(zip(rule.params, values))}
+                if rule.label is not None:
+                    _, start, end, variable = rule.label
+                    first = evaluate(start, env)
+                    for t in range(first, first + 1 if end is None else evaluate(end, env)):
+                        expected[t, env[variable]] += score
+                if rule.attach is not None:
+                    dependent, head = rule.attach
+                    expected[evaluate(dependent, env), 0 if head is None else evaluate(head, env) + 1] += score
+        assert np.isclose(log_z[example], np.log(scores.sum()))
+        np.testing.assert_allclose(marginals[example].reshape(n, -1), expected / scores.sum(), rtol=1e-9, atol=1e-12)
 
 
 # Each seed compiles a program (20 s and more), so a run draws one of each family. More:

@@ -1,5 +1,5 @@
 """A structure written as rules through the command line: fit, decode (best derivation, posterior
-draws), info, and the front end's messages for programs that are wrong."""
+draws, posteriors), info, and the front end's messages for programs that are wrong."""
 from __future__ import annotations
 
 import re
@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ROOT
 from emc.cli import main
+from emc.spec.errors import EmcError
 
 SPEC = str(ROOT / "specs" / "hsmm.em")
 CONLL = """Rockwell NNP B-NP
@@ -44,8 +45,12 @@ def test_fit_decode_sample_info(tmp_path, capsys):
     drawn = capsys.readouterr().out.split("\n")
     # example 1's three draws, the empty example's three empty lines, example 3's three draws
     assert all(line.startswith("start(0,") for line in drawn[:3] + drawn[6:9]) and drawn[3:6] == ["", "", ""]
-    assert main(["decode", str(run), str(tags), "--posteriors"]) != 0
-    assert "--posteriors is not available for structures written as rules" in capsys.readouterr().err
+    assert main(["decode", str(run), str(tags), "--posteriors"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.split("\n") if "\t" in line]
+    # each token of the two sentences lies in one segment of one class: its classes sum to one
+    assert [word for word, _ in rows] == ["NNP", "VBD", "DT", "NN", "PRP", "VBD"]
+    for _, values in rows:
+        assert abs(sum(float(v.split(":")[1]) for v in values.split()) - 1) < 0.01
     assert main(["info", str(run)]) == 0
     assert "written as rules" in capsys.readouterr().out
 
@@ -81,3 +86,13 @@ multinomial trans : P(s.c | s.b)
     assert message in err
     assert re.search(r"bad\.em:6:\d+: error", err), err
     assert "Traceback" not in err
+
+
+def test_posteriors_of_a_program_that_labels_nothing_are_refused():
+    from emc.spec.check import check
+    from emc.spec.parse import parse_text
+    from emc.structures.rules.data import posterior_length
+
+    text = (ROOT / "specs" / "rules" / "segment.em").read_text(encoding="utf-8")
+    with pytest.raises(EmcError, match="label .* or attach"):
+        posterior_length(None, check(parse_text(text, "segment.em")), {})

@@ -149,8 +149,9 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts):
-    """Outside values, top level first, and each part's posterior marginal mu into the counts."""
+def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, post):
+    """Outside values, top level first, and each part's posterior marginal mu into the counts (if
+    counts has a dense array) and into the posteriors post (if not empty)."""
     offsets = array(ints, layout, A_OFFSETS)
     first = offsets[ex]
     n = offsets[ex + 1] - first
@@ -173,6 +174,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rpw = 0
+    posting = post.shape[0] > 0
+    counting = dense.shape[0] > 0
     if 0 <= n <= n:
         out[b0 + (n - lo0_0) * s0_0] = np.exp(ls[(1 + n)] - log_z)
     for lev in range(n + 2, -1, -1):
@@ -190,12 +194,13 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
                             rf = np.exp(ls[(1 + rv1)] - ls[lev])
                             mu = roh * rw0 * rw1 * ru0 * rf
-                            cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
-                            dense[cell] += mu * weight
-                            if tracked and mark[cell] == 0:
-                                mark[cell] = 1
-                                listed += 1
-                                touched[listed] = cell
+                            if counting:
+                                cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
+                                dense[cell] += mu * weight
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
                             out[b0 + (rv1 - lo0_0) * s0_0] += roh * rw0 * rw1 * rf
     if tracked:
         touched[0] = listed
@@ -383,7 +388,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts)
+        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
@@ -430,6 +435,13 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
-    """log Z only: posterior output for structures written as rules is refused before decoding."""
+    """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
+    token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    return _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    out[:] = 0.0
+    if not log_z > -np.inf:
+        return log_z
+    none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    return log_z

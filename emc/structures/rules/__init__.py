@@ -63,6 +63,31 @@ def space_sizes(program: Program, args: dict[str, int]) -> dict[str, int]:
     return sizes
 
 
+def posterior_kind(program: Program) -> str | None:
+    """What `emc decode --posteriors` prints for a program: "labels" (each token's distribution
+    over the labels its parts give it, `labels x[i] as k` or `labels x[i:j] as c`), "attaches"
+    (each token's distribution over its heads), or None when its parts do neither or a label is
+    not bounded by the arguments."""
+    if any(rule.label is not None for rule in program.parts):
+        return "labels" if all(bound is not None for bound in label_bounds(program)) else None
+    if any(rule.attach is not None for rule in program.parts):
+        return "attaches"
+    return None
+
+
+def label_bounds(program: Program) -> list:
+    """The largest label (an expression in the arguments; None if unbounded) of each labeling part."""
+    return [space_of(program, rule, rule.label[3])[1] for rule in program.parts if rule.label is not None]
+
+
+def posterior_width(program: Program, args: dict[str, int], n: int) -> int:
+    """The posteriors' values per token: every label, or every head (the root first)."""
+    kind = posterior_kind(program)
+    if kind == "attaches":
+        return n + 1
+    return max(evaluate(bound, args) + 1 for bound in label_bounds(program)) if kind else 0
+
+
 def _attributes(binding: Binding) -> dict[str, Attribute]:
     structure: RuleStructure = binding.structure
     program = structure.program

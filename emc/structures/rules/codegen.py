@@ -16,6 +16,7 @@ from emc.spec.structure import Binding
 from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, layout_code, level_code, needs_of,
                                        product, render_nest)
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
+from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
 
 TEMPLATE = "rules.py.j2"
@@ -259,7 +260,7 @@ def _goal(names: Names) -> list[str]:
 
 def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
     program = names.program
-    lines = []
+    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0", "counting = dense.shape[0] > 0"]
     for rule in program.goals:
         nest = build_nest(names, rule, [], [], {}, "0.0")
         nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
@@ -277,10 +278,19 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         sums = [Sum(f"rm{q}", _read_needs(nest, q), _count_lines(_cell(names, read), f"rm{q} * weight"))
                 for q, read in learned]
 
-        def inner(hoisted: set[str], nest=nest, learned=learned) -> list[str]:
+        # what the part labels (a token's or a span's label, a dependent's head) sums its
+        # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
+        posting = _posterior_lines(names, rule)
+        if posting is not None:
+            sums.append(Sum("rp", posting[0], ["if posting:"] + ["    " + line for line in posting[1]]))
+
+        def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting) -> list[str]:
             lines = [f"mu = {ordered_product(nest, nest.product, 'roh')}"]
             for q, read in learned:
                 lines += [f"rm{q} += mu"] if f"rm{q}" in hoisted else _count_lines(_cell(names, read), "mu * weight")
+            if posting is not None:
+                lines += ["rp += mu"] if "rp" in hoisted else ["if posting:", "    rp = mu"] + [
+                    "    " + line for line in posting[1]]
             for q, cell in enumerate(nest.body_cells):
                 others = [p for p in nest.product if p != f"ru{q}"]
                 lines.append(f"out[{cell}] += {ordered_product(nest, others, 'roh')}")
@@ -290,15 +300,58 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
     return lines
 
 
+def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:
+    """What a part's marginal `rp` adds to the posteriors (emc/structures/rules/__init__.py:
+    posterior_kind): to its label at the token it labels, or at each token of the span it labels;
+    to its head at the dependent it attaches. None for a part that does neither; else the locals
+    the lines need and the lines."""
+    kind = posterior_kind(names.program)
+    if kind == "labels" and rule.label is not None:
+        _, start, end, variable = rule.label
+        label = names.var(rule, variable)
+        first = names.lin(start, rule)
+        if end is None:
+            return needs_of(f"{first} {label}"), [f"post[{first} * rpw + {label}] += rp"]
+        last = names.lin(end, rule)
+        return needs_of(f"{first} {last} {label}"), [f"for rq in range({first}, {last}):",
+                                                     f"    post[rq * rpw + {label}] += rp"]
+    if kind == "attaches" and rule.attach is not None:
+        dependent, head = rule.attach
+        at = names.lin(dependent, rule)
+        column = "0" if head is None else f"{names.lin(head, rule)} + 1"
+        return needs_of(f"{at} {column}"), [f"post[{at} * rpw + {column}] += rp"]
+    return None
+
+
+def posterior_width_code(names: Names) -> str:
+    """The posteriors' values per token (rpw): a label's range, or every head (the root first)."""
+    kind = posterior_kind(names.program)
+    if kind == "attaches":
+        return "n + 1"
+    if kind is None:
+        return "0"
+    return _max_code([f"{names.lin(bound, None)} + 1" for bound in label_bounds(names.program)])
+
+
+def _max_code(codes: list[str]) -> str:
+    out = codes[0]
+    for code in codes[1:]:
+        out = f"max({out}, {code})"
+    return out
+
+
 def _read_needs(nest: Nest, q: int) -> set[str]:
     """What factor q's read (rw<q>) needs bound, the token locals it reads included."""
     return next(s.needs for s in nest.steps if s.text.startswith(f"rw{q} = "))
 
 
-def _count_lines(index: str, value: str) -> list[str]:
-    """The _counts.j2 `add` macro, inline; the untracked path (batch EM) has no test of its own."""
-    return [f"cell = {index}", f"dense[cell] += {value}", "if tracked and mark[cell] == 0:", "    mark[cell] = 1",
-            "    listed += 1", "    touched[listed] = cell"]
+def _count_lines(index: str, value: str, guarded: bool = True) -> list[str]:
+    """The _counts.j2 `add` macro, inline; guarded, only when counting (the outside pass serves
+    posterior_example too, which passes no counts). The untracked path (batch EM) has no test of
+    its own."""
+    lines = [f"cell = {index}", f"dense[cell] += {value}", "if tracked and mark[cell] == 0:", "    mark[cell] = 1",
+             "    listed += 1", "    touched[listed] = cell"]
+    return ["if counting:"] + ["    " + line for line in lines] if guarded else lines
 
 
 def _cell(names: Names, read) -> str:
@@ -381,6 +434,6 @@ def _part_counts(names: Names, reads: dict, tokens: dict) -> list[str]:
         body += [f"{t.local} = {t.expr}" for t in _tokens(tokens, rule)]
         for read in _reads(reads, rule):
             if read.learned:
-                body += _count_lines(_cell(names, read), "value")
+                body += _count_lines(_cell(names, read), "value", guarded=False)
         lines += ["    " + b for b in (body or ["pass"])]
-    return lines or ["pass"]
+    return lines

@@ -21,6 +21,7 @@ from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
+from emc.structures.rules import posterior_kind, posterior_width
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
 from emc.structures.rules.program import arity_bound, parts_per_level
@@ -106,7 +107,14 @@ def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
 
 
 def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) -> np.ndarray:
-    return np.zeros(len(corpus), np.int64)
+    """Per token, a value per label (or per head, the root first): posterior_example's output."""
+    program = model.structure.program
+    if posterior_kind(program) is None:
+        raise EmcError("--posteriors prints what a program's parts label (`labels x[i] as k`, `labels x[i:j] as c`) "
+                       "or attach (`attaches d to h`), and this program's parts do neither: decode the best "
+                       "derivation, or draw from the posterior with --sample N")
+    lengths = corpus.fields[_observed(model)].lengths()
+    return np.array([n * posterior_width(program, args, n) for n in lengths.tolist()], np.int64)
 
 
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
@@ -121,8 +129,15 @@ def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.nda
 
 def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray,
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
-    raise EmcError("--posteriors is not available for structures written as rules yet: decode the best "
-                   "derivation, or draw from the posterior with --sample N")
+    """Per token: the token, then VALUE:probability for the values above 1e-3, most probable
+    first; a value is a label, or a head (1-based, 0 for the root) as in CoNLL."""
+    words = corpus.fields[_observed(model)].tokens(ex)
+    m = marginals.reshape(len(words), -1) if len(words) else marginals.reshape(0, 1)
+    out = []
+    for w, row in zip(words, m):
+        order = np.argsort(-row, kind="stable")
+        out.append(f"{w}\t" + " ".join(f"{v}:{row[v]:.3f}" for v in order if row[v] >= 1e-3))
+    return "\n".join(out) + "\n"
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:
