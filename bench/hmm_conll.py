@@ -184,7 +184,7 @@ def dictionary() -> None:
 
 
 def _allowed(problem):
-    arrays = dict(zip(problem.model.module.ARRAYS, np.split(problem.ints, problem.array_bounds[1:-1])))
+    arrays = dict(zip(problem.model.code_layout.arrays, np.split(problem.ints, problem.array_bounds[1:-1])))
     start = arrays["allowed_start"]
     return [range(int(a), int(b)) for a, b in zip(start[:-1], start[1:])]
 

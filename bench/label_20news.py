@@ -182,7 +182,7 @@ def speed(headers: list[str]) -> None:
             executor.estep(params, examples, SUM, np.ones(len(examples)))
             wall.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-        counts = problem.model.module.ARRAYS.index("bag_count")
+        counts = problem.model.code_layout.arrays.index("bag_count")
         pairs = problem.array_bounds[counts + 1] - problem.array_bounds[counts]
         tokens = int(problem.corpus.lengths().sum())
         label = "all words" if not cutoff else "cut-off 50 / 5"

@@ -76,7 +76,7 @@ def test_incremental_blocks_mix_batched_and_constrained_sentences(tmp_path):
     lines = [" ".join(rng.choice(WORDS, size=rng.integers(1, 9))) for _ in range(60)]
     (tmp_path / "dict.txt").write_text("a N V\nb N\n")
     problem = problem_from_lines(tmp_path, SPEC, lines, {"dictionary": str(tmp_path / "dict.txt")})
-    constrained = problem.model.module.ARRAYS.index("constrained")
+    constrained = problem.model.code_layout.arrays.index("constrained")
     flags = problem.ints[problem.array_bounds[constrained]:problem.array_bounds[constrained + 1]]
     assert 0 < flags.sum() < len(flags)  # both kinds in the blocks
     settings = FitSettings(algorithm="incremental", passes=3, block_size=7, tolerance=0, eval_every=0, seed=2)

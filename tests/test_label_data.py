@@ -160,7 +160,7 @@ def test_bags_of_words_pack_distinct_words_with_their_counts(tmp_path, model):
     corpus = read(model, path, vocabs)
     problem = bind(model, corpus, vocabs, {})
     arrays = {name: problem.ints[lo:hi] for name, lo, hi in
-              zip(problem.model.module.ARRAYS, problem.array_bounds[:-1], problem.array_bounds[1:])}
+              zip(problem.model.code_layout.arrays, problem.array_bounds[:-1], problem.array_bounds[1:])}
     ids = arrays["tokens:d"]
     bags = [sorted((problem.vocabs["vocab:d"].values[ids[arrays["bag_token"][i]]], int(arrays["bag_count"][i]))
                    for i in range(lo, hi))

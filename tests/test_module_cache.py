@@ -32,17 +32,14 @@ def test_an_edit_changes_the_name_only_of_modules_that_depend_on_it(monkeypatch)
 
 
 def test_specs_that_differ_only_in_names_share_one_module():
-    """Block, model and variable names reach the generated code only in its comments."""
+    """Block, model and variable names reach the generated code only in its comments and in the
+    names of its packed arrays (ARRAYS), which the cached module leaves to the model's CodeLayout."""
     hmm = (ROOT / "specs" / "hmm.em").read_text()
-    renamed = hmm.replace("model hmm", "model tagger").replace("trans", "moves").replace("emit", "words")
-    name, source = compiled.module_source(Model.from_text(renamed, "tagger.em").checked)
-    assert "words" not in source and "moves" not in source
+    renamed = ("model tagger\nobserved words : tokens\nlatent tags : chain(words, states=45)\n"
+               "multinomial moves : P(tags | tags.prev)\nmultinomial says : P(words | tags)\n")
+    model = Model.from_text(renamed, "tagger.em")
+    name, source = compiled.module_source(model.checked)
+    assert not any(word in source for word in ("words", "tags", "moves", "says", "ARRAYS"))
     assert name == compiled.module_source(Model.from_text(hmm, "hmm.em").checked)[0]
+    assert model.code_layout.arrays[-1] == "tokens:words"
     compile(source, name, "exec")
-
-
-def test_the_templates_bytecode_is_kept_in_the_cache():
-    """A warm start renders the module's source (its name hashes it) without compiling the
-    templates again: jinja keeps their bytecode beside the generated modules."""
-    hmm_source()
-    assert list((compiled.cache_dir() / "templates").glob("__jinja2_*.cache"))

@@ -154,7 +154,7 @@ def bind(model: Model, corpus: Corpus, vocabs: dict[str, Vocabulary], options: d
     arrays = dict(structural)
     for attr in tokens:
         arrays[token_array_name(attr)] = views[token_array_name(attr)]
-    ints, bounds = _concatenate([arrays[name] for name in model.module.ARRAYS])
+    ints, bounds = _concatenate([arrays[name] for name in model.code_layout.arrays])
     meta = layout.meta(model.code_layout, args, sizes)
     problem = Problem(model, corpus, args, vocabs, labels, sizes, layout, meta, ints, bounds, np.zeros(layout.size),
                       kept, original, dict(options))
