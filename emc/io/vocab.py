@@ -6,8 +6,8 @@ Policy for unknown values (documented in README "Unknown words"): id 0 of every 
 trained model, every id the model was not trained on becomes 0, and the `<unk>` outcome of each
 learned table is given the summed probability of the outcomes seen once in training (hapax
 legomena), the usual estimate for a new word, or the row's smallest probability when there were
-none (see emc/runtime/params.py: unknown_outcomes); then each such table is mixed with its
-vocabulary's training frequencies, so that a value seen in training is possible in every row
+none (see emc/runtime/params.py: unknown_outcomes); then each 0 of such a table becomes a small
+share of the value's training frequency, so that a value seen in training is possible in every row
 (emc/runtime/unseen.py).
 """
 from __future__ import annotations
