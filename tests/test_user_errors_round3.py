@@ -440,3 +440,10 @@ def test_demo_refuses_counts_it_cannot_run_with(tmp_path, capsys, setting):
 def test_fit_refuses_workers_and_checkpoint_intervals_that_mean_nothing(tmp_path, data, capsys, setting):
     assert fit(data, tmp_path / "run", *setting) == 1
     assert one_line_error(capsys).startswith(f"{setting[0]} {setting[1]}: give ")
+
+
+def test_a_name_outside_ascii_is_refused_saying_what_a_name_is(tmp_path, capsys):
+    err = check_error(tmp_path, capsys, "model m\nobserved été : tokens\nlatent z : chain(été, states=3)\n"
+                                        "multinomial e : P(été | z)\n")
+    assert "m.em:2:10: error: unexpected character 'é'" in err
+    assert "hint: names are written in ASCII letters, digits and _, and 'é' is none of these" in err

@@ -377,8 +377,10 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
         return
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
-        sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}",
-                   _expected_hint(err.allowed))
+        hint = _expected_hint(err.allowed)
+        if not char.isascii() and (char.isalnum() or char == "_"):  # a letter of a name, in another alphabet
+            hint = f"names are written in ASCII letters, digits and _, and {char!r} is none of these"
+        sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}", hint)
         return
     assert isinstance(err, UnexpectedToken)
     tok = err.token
