@@ -20,11 +20,14 @@ SPEC = str(ROOT / "specs" / "hmm.em")
 
 # Subprocesses run in the test's folder, so `python -m emc.cli` imports the installed package,
 # not the source tree beside the tests.
-def sampled_data(tmp_path) -> str:
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> str:
+    """1500 sentences `emc sample` draws (one process for every test here: the same seed each time)."""
+    folder = tmp_path_factory.mktemp("sampled")
     out = subprocess.run([sys.executable, "-m", "emc.cli", "sample", SPEC, "--examples", "1500", "--seed", "7",
                           "--states", "6", "--vocab-size", "300"], capture_output=True, text=True, check=True,
-                         cwd=tmp_path)
-    path = tmp_path / "data.txt"
+                         cwd=folder)
+    path = folder / "data.txt"
     path.write_text(out.stdout)
     return str(path)
 
@@ -48,8 +51,7 @@ def steps_done(run) -> int:
 @pytest.mark.parametrize("extra", [["--iterations", "40"], ["--algorithm", "stepwise", "--passes", "12"],
                                    ["--algorithm", "incremental", "--passes", "12"]],
                          ids=["batch", "stepwise", "incremental"])
-def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
-    data = sampled_data(tmp_path)
+def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, data, extra):
     whole = tmp_path / "whole"
     subprocess.run(fit_command(data, whole, *extra), check=True, cwd=tmp_path)
 
@@ -73,8 +75,7 @@ def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, extra):
     assert steps == list(range(1, len(steps) + 1))
 
 
-def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
-    data = sampled_data(tmp_path)
+def test_ctrl_c_saves_and_exits_cleanly(tmp_path, data):
     run = tmp_path / "run"
     # far more iterations than it can run before the signal: on a loaded machine 1000 tiny ones
     # could finish between the poll and the signal
@@ -133,9 +134,8 @@ def test_live_log(tmp_path, capsys):
     assert {"algorithm", "objective", "seconds_total", "examples_seen"} <= set(records[0])
 
 
-def test_a_closed_stderr_does_not_lose_the_fit(tmp_path):
+def test_a_closed_stderr_does_not_lose_the_fit(tmp_path, data):
     """`emc fit ... 2>&1 | head` closes the progress reader early: the fit must still finish and save."""
-    data = sampled_data(tmp_path)
     run = tmp_path / "run"
     command = [c for c in fit_command(data, run, "--iterations", "5") if c != "--quiet"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=tmp_path)
