@@ -60,6 +60,13 @@ def cont(stop, h, side, empty):
     return stop[h, side, 1 if empty else 0, 0]
 
 
+@njit(inline="always")
+def empty_charts(n):
+    """The six charts (CR, SR, IR, CL, SL, IL, or their outside scores), n x n, no item built: -inf."""
+    return (np.full((n, n), NEG_INF), np.full((n, n), NEG_INF), np.full((n, n), NEG_INF),
+            np.full((n, n), NEG_INF), np.full((n, n), NEG_INF), np.full((n, n), NEG_INF))
+
+
 @njit(cache=True)
 def inside(semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il):
     """Fill the charts (n x n, see the module docstring) under `semiring`; returns log Z (under
@@ -99,12 +106,7 @@ def posteriors(root, attach, stop, n, cr, sr, ir, cl, sl, il, log_z, root_m, arc
     """Sum semiring, after `inside`: each item's outside score, pushed from the longest spans down,
     and the expected counts (root_m[h], arcs[h, a], stops[h, dir, adj, s]) read off as
     exp(inside + outside of a step - log Z)."""
-    ocr = np.full((n, n), NEG_INF)
-    osr = np.full((n, n), NEG_INF)
-    oir = np.full((n, n), NEG_INF)
-    ocl = np.full((n, n), NEG_INF)
-    osl = np.full((n, n), NEG_INF)
-    oil = np.full((n, n), NEG_INF)
+    ocr, osr, oir, ocl, osl, oil = empty_charts(n)
     for h in range(n):
         root_m[h] = np.exp(root[h] + sl[0, h] + sr[h, n - 1] - log_z)
         osl[0, h] = log_add(osl[0, h], root[h] + sr[h, n - 1])
@@ -241,12 +243,7 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     root_m[:] = 0.0
     arcs[:, :] = 0.0
     stops[:, :, :, :] = 0.0
-    cr = np.full((n, n), NEG_INF)
-    sr = np.full((n, n), NEG_INF)
-    ir = np.full((n, n), NEG_INF)
-    cl = np.full((n, n), NEG_INF)
-    sl = np.full((n, n), NEG_INF)
-    il = np.full((n, n), NEG_INF)
+    cr, sr, ir, cl, sl, il = empty_charts(n)
     sampling = is_sampling(semiring)
     log_z = inside(SUM if sampling else semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
     if not log_z > NEG_INF:
@@ -278,12 +275,7 @@ def sample_tree(root, attach, stop, n, heads):
 
 @njit(cache=True)
 def _one_tree(semiring, root, attach, stop, n, heads):
-    cr = np.full((n, n), NEG_INF)
-    sr = np.full((n, n), NEG_INF)
-    ir = np.full((n, n), NEG_INF)
-    cl = np.full((n, n), NEG_INF)
-    sl = np.full((n, n), NEG_INF)
-    il = np.full((n, n), NEG_INF)
+    cr, sr, ir, cl, sl, il = empty_charts(n)
     heads[:] = -1
     log_score = inside(semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
     if log_score > NEG_INF:
