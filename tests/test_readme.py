@@ -69,8 +69,10 @@ def _clone(tmp_path, shared_data):
     (tmp_path / "shared" / "data").symlink_to(shared_data)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "emc").write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "import sys; from emc.cli import main; '
-                                 f'sys.exit(main())" "$@"\n')
+    # each fit as written, for 2 iterations or 1 pass (as the tour's): what is tested is that it runs
+    (bin_dir / "emc").write_text(f"#!{sys.executable}\nimport sys\nfrom emc.cli import main\nargs = sys.argv[1:]\n"
+                                 f"sys.exit(main(args + ['--iterations=2', '--passes=1'] if args[:1] == ['fit'] "
+                                 f"else args))\n")
     (bin_dir / "emc").chmod(0o755)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     return clone, env
