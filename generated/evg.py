@@ -204,6 +204,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     ro2 = meta[T_0 + TABLE_OFFSET]
     rr2 = meta[T_0 + TABLE_ROWS]
 
+    rt2 = table_reader(params, meta, T_0)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -218,7 +219,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                     if 0 <= rv1 < n:
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                                 ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
@@ -231,7 +232,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                     if 0 <= rv1 < n:
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                                 ref = max(ref, rs)
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
@@ -244,7 +245,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                     if 0 <= rv0 < n:
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                                 ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
@@ -257,14 +258,14 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                     if 0 <= rv0 < n:
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                                 ref = max(ref, rs)
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - 0.0)
                             ref = max(ref, rs)
         if 0 <= 0 <= 2:
             rs = (0.0 - 0.0)
@@ -274,8 +275,8 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv3 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                    rs = (ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - 0.0)
+                for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                     ref = max(ref, rs)
         if 0 <= 0 <= 2:
             rs = (0.0 - 0.0)
@@ -285,8 +286,8 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv3 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                    rs = (ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - 0.0)
+                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                     ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
@@ -294,7 +295,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv1 - rv0)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
                             ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
@@ -302,7 +303,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv0 - rv1)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
                             ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -316,21 +317,21 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv0 < n:
                                     if 0 <= rv1 < n:
-                                        token_0 = tokens_0[first + rv1]
-                                        token_0_1 = tokens_0[first + rv0]
+                                        token_0 = tokens_0[np.uint64(first + rv1)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                 if ru1 != 0.0:
-                                                    rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                                     acc = 0.0
                                                     for rv3 in range(0, min(2, 0) + 1):
                                                         if 0 <= rv3 <= 2:
                                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                            ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                             acc = plus(semiring, acc, rw1 * ru0)
-                                                    chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2] = plus(semiring, chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2], acc * rw0 * ru1 * rf)
+                                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 1 <= 1:
@@ -340,21 +341,21 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv0 < n:
                                     if 0 <= rv1 < n:
-                                        token_0 = tokens_0[first + rv1]
-                                        token_0_1 = tokens_0[first + rv0]
+                                        token_0 = tokens_0[np.uint64(first + rv1)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                 if ru1 != 0.0:
-                                                    rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                                     acc = 0.0
                                                     for rv3 in range(max(0, 1), 2 + 1):
                                                         if 0 <= rv3 <= 2:
                                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                            ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                             acc = plus(semiring, acc, rw1 * ru0)
-                                                    chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2] = plus(semiring, chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2], acc * rw0 * ru1 * rf)
+                                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 0 <= 1:
@@ -364,21 +365,21 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv1 < n:
                                     if 0 <= rv0 < n:
-                                        token_0 = tokens_0[first + rv0]
-                                        token_0_1 = tokens_0[first + rv1]
+                                        token_0 = tokens_0[np.uint64(first + rv0)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                 if ru0 != 0.0:
-                                                    rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                                     acc = 0.0
                                                     for rv3 in range(0, min(2, 0) + 1):
                                                         if 0 <= rv3 <= 2:
                                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                            ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                             acc = plus(semiring, acc, rw1 * ru1)
-                                                    chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2] = plus(semiring, chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2], acc * rw0 * ru0 * rf)
+                                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 0 <= 1:
@@ -388,98 +389,96 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv1 < n:
                                     if 0 <= rv0 < n:
-                                        token_0 = tokens_0[first + rv0]
-                                        token_0_1 = tokens_0[first + rv1]
+                                        token_0 = tokens_0[np.uint64(first + rv0)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
                                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                             if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                 if ru0 != 0.0:
-                                                    rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                                     acc = 0.0
                                                     for rv3 in range(max(0, 1), 2 + 1):
                                                         if 0 <= rv3 <= 2:
                                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                            ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                             acc = plus(semiring, acc, rw1 * ru1)
-                                                    chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2] = plus(semiring, chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2], acc * rw0 * ru0 * rf)
+                                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     acc = 0.0
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rw0 = read(params, meta, T_0, 0, token_0)
-                            ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                            ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read_hoisted(rt2, 0, token_0)
+                            ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                            ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
                             acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
-                    chart[b6] = plus(semiring, chart[b6], acc * 1.0)
+                    chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
         if 0 <= 0 <= 2:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
                 if rv0 - rv0 == lev - 1:
-                    chart[b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2], rf)
+                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)], rf)
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(0, 1 + 1):
-                    if 0 <= (1 + rv2) <= 2:
-                        acc = 0.0
-                        for rv3 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                            ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv3 - lo2_1) * s2_1 + (rv2 - lo2_2) * s2_2]
-                            ru1 = chart[b1 + (rv3 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ref)
-                            acc = plus(semiring, acc, ru0 * ru1 * rf)
-                        chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv2) - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv2) - lo0_2) * s0_2], acc * 1.0)
+                for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                    ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                    if ru1 != 0.0:
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                        for rv3 in range(0, 1 + 1):
+                            if 0 <= (1 + rv3) <= 2:
+                                ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)], ru0 * ru1 * rf)
         if 0 <= 0 <= 2:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
                 if rv0 - rv0 == lev - 1:
-                    chart[b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2], rf)
+                    chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)], rf)
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(0, 1 + 1):
-                    if 0 <= (1 + rv2) <= 2:
-                        acc = 0.0
-                        for rv3 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                            ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv3 - lo4_1) * s4_1]
-                            ru1 = chart[b5 + (rv3 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv2 - lo5_2) * s5_2]
-                            rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ref)
-                            acc = plus(semiring, acc, ru0 * ru1 * rf)
-                        chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv2) - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv2) - lo3_2) * s3_2], acc * 1.0)
+                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                    ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                    if ru0 != 0.0:
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                        for rv3 in range(0, 1 + 1):
+                            if 0 <= (1 + rv3) <= 2:
+                                ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
+                                chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], ru0 * ru1 * rf)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv1 - rv0)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
                             acc = 0.0
                             for rv2 in range(0, 2 + 1):
                                 if 0 <= rv2 <= 2:
                                     rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] = plus(semiring, chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1], acc * rf)
+                            chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv0 - rv1)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
                             acc = 0.0
                             for rv2 in range(0, 2 + 1):
                                 if 0 <= rv2 <= 2:
                                     rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                    ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                    ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] = plus(semiring, chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1], acc * rf)
+                            chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1
@@ -561,7 +560,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             ls[lev] = -np.inf
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b6])
+    total = plus(semiring, total, chart[np.uint64(b6)])
     glev = (n + 2)
     if not total > 0.0:
         return -np.inf
@@ -646,10 +645,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt2 = table_reader(params, meta, T_0)
     rpw = n + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
-    out[b6] = np.exp(ls[(n + 2)] - log_z)
+    out[np.uint64(b6)] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
@@ -659,14 +659,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv0 - rv1)] - ls[lev])
-                            roh = out[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[lev])
+                            roh = out[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                             if roh != 0.0:
                                 for rv2 in range(0, 2 + 1):
                                     if 0 <= rv2 <= 2:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                        ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                         mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
@@ -675,21 +675,21 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 mark[cell] = 1
                                                 listed += 1
                                                 touched[listed] = cell
-                                        out[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2] += (roh * rf) * rw0
+                                        out[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)] += (roh * rf) * rw0
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv1 - rv0)] - ls[lev])
-                            roh = out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[lev])
+                            roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
                             if roh != 0.0:
                                 for rv2 in range(0, 2 + 1):
                                     if 0 <= rv2 <= 2:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                         mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
@@ -698,47 +698,49 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 mark[cell] = 1
                                                 listed += 1
                                                 touched[listed] = cell
-                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] += (roh * rf) * rw0
+                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)] += (roh * rf) * rw0
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(0, 1 + 1):
-                    if 0 <= (1 + rv2) <= 2:
-                        roh = out[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv2) - lo3_2) * s3_2]
-                        if roh != 0.0:
-                            for rv3 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv3 - lo4_1) * s4_1]
-                                ru1 = chart[b5 + (rv3 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv2 - lo5_2) * s5_2]
-                                rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[lev])
-                                mu = roh * ru0 * ru1 * rf
-                                out[b4 + (rv0 - lo4_0) * s4_0 + (rv3 - lo4_1) * s4_1] += roh * ru1 * rf
-                                out[b5 + (rv3 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv2 - lo5_2) * s5_2] += roh * ru0 * rf
+                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                    ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                    if ru0 != 0.0:
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                        for rv3 in range(0, 1 + 1):
+                            if 0 <= (1 + rv3) <= 2:
+                                ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
+                                roh = out[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)]
+                                if roh != 0.0:
+                                    mu = (roh * ru0 * rf) * ru1
+                                    out[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)] += (roh * rf) * ru1
+                                    out[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)] += (roh * ru0 * rf)
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(0, 1 + 1):
-                    if 0 <= (1 + rv2) <= 2:
-                        roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv2) - lo0_2) * s0_2]
-                        if roh != 0.0:
-                            for rv3 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                                ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv3 - lo2_1) * s2_1 + (rv2 - lo2_2) * s2_2]
-                                ru1 = chart[b1 + (rv3 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                                rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[lev])
-                                mu = roh * ru0 * ru1 * rf
-                                out[b2 + (rv0 - lo2_0) * s2_0 + (rv3 - lo2_1) * s2_1 + (rv2 - lo2_2) * s2_2] += roh * ru1 * rf
-                                out[b1 + (rv3 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] += roh * ru0 * rf
+                for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                    ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                    if ru1 != 0.0:
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                        for rv3 in range(0, 1 + 1):
+                            if 0 <= (1 + rv3) <= 2:
+                                ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
+                                roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)]
+                                if roh != 0.0:
+                                    mu = (roh * ru1 * rf) * ru0
+                                    out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)] += (roh * ru1 * rf)
+                                    out[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] += (roh * rf) * ru0
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
-                    roh = out[b6]
+                    roh = out[np.uint64(b6)]
                     if roh != 0.0:
                         for rv0 in range(0, (-1 + n) + 1):
                             if 0 <= rv0 < n:
-                                token_0 = tokens_0[first + rv0]
-                                rw0 = read(params, meta, T_0, 0, token_0)
-                                ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                                ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                                rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[lev])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rw0 = read_hoisted(rt2, 0, token_0)
+                                ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                                ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                                rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[lev])
                                 mu = roh * rw0 * ru0 * ru1 * rf
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + 0
@@ -750,8 +752,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 if posting:
                                     rp = mu
                                     post[rv0 * rpw + 0] += rp
-                                out[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] += roh * rw0 * ru1 * rf
-                                out[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1] += roh * rw0 * ru0 * rf
+                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 if 0 <= 0 <= 1:
@@ -761,22 +763,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv1 < n:
                                     if 0 <= rv0 < n:
-                                        token_0 = tokens_0[first + rv0]
-                                        token_0_1 = tokens_0[first + rv1]
+                                        token_0 = tokens_0[np.uint64(first + rv0)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
-                                        roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2]
+                                        roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)]
                                         if roh != 0.0:
                                             rm0 = 0.0
                                             rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                     if ru0 != 0.0:
-                                                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                         for rv3 in range(max(0, 1), 2 + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                                ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                                 mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
                                                                 rm0 += mu
                                                                 if counting:
@@ -787,8 +789,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
-                                                                out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
+                                                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
                                             if posting:
                                                 post[rv0 * rpw + rv1 + 1] += rp
                                             if counting:
@@ -807,22 +809,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv1 < n:
                                     if 0 <= rv0 < n:
-                                        token_0 = tokens_0[first + rv0]
-                                        token_0_1 = tokens_0[first + rv1]
+                                        token_0 = tokens_0[np.uint64(first + rv0)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
-                                        roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2]
+                                        roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)]
                                         if roh != 0.0:
                                             rm0 = 0.0
                                             rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                     if ru0 != 0.0:
-                                                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                         for rv3 in range(0, min(2, 0) + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                                ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                                 mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
                                                                 rm0 += mu
                                                                 if counting:
@@ -833,8 +835,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
-                                                                out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
+                                                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
                                             if posting:
                                                 post[rv0 * rpw + rv1 + 1] += rp
                                             if counting:
@@ -853,22 +855,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv0 < n:
                                     if 0 <= rv1 < n:
-                                        token_0 = tokens_0[first + rv1]
-                                        token_0_1 = tokens_0[first + rv0]
+                                        token_0 = tokens_0[np.uint64(first + rv1)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
-                                        roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2]
+                                        roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)]
                                         if roh != 0.0:
                                             rm0 = 0.0
                                             rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                    ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                     if ru1 != 0.0:
-                                                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                         for rv3 in range(max(0, 1), 2 + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                                 mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
                                                                 rm0 += mu
                                                                 if counting:
@@ -879,8 +881,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
-                                                                out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
+                                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
+                                                                out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
                                             if posting:
                                                 post[rv1 * rpw + rv0 + 1] += rp
                                             if counting:
@@ -899,22 +901,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv1 <= (-1 + n):
                                 if 0 <= rv0 < n:
                                     if 0 <= rv1 < n:
-                                        token_0 = tokens_0[first + rv1]
-                                        token_0_1 = tokens_0[first + rv0]
+                                        token_0 = tokens_0[np.uint64(first + rv1)]
+                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
                                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
-                                        roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2]
+                                        roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)]
                                         if roh != 0.0:
                                             rm0 = 0.0
                                             rp = 0.0
                                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                 if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                    ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                     if ru1 != 0.0:
-                                                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                         for rv3 in range(0, min(2, 0) + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                                 mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
                                                                 rm0 += mu
                                                                 if counting:
@@ -925,8 +927,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
-                                                                out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
+                                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
+                                                                out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
                                             if posting:
                                                 post[rv1 * rpw + rv0 + 1] += rp
                                             if counting:
@@ -1018,11 +1020,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     semiring = SUM
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b6])
+    total = plus(semiring, total, chart[np.uint64(b6)])
     glev = (n + 2)
+    rt2 = table_reader(params, meta, T_0)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
-    term = chart[b6]
+    term = chart[np.uint64(b6)]
     if _better(sampling, term, best, u):
         best = term
         u -= term if sampling else 0.0
@@ -1041,7 +1044,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh2:
@@ -1060,15 +1063,15 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 u -= term
             rv0 = rh0
             rv1 = rh1
-            rv2 = rh2 - 1
+            rv3 = rh2 - 1
             if 0 <= rv0 <= (-1 + n):
                 if 0 <= rv1 <= (-1 + n):
-                    if 0 <= rv2 <= 1:
-                        if 0 <= (1 + rv2) <= 2:
-                            for rv3 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                                ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv3 - lo2_1) * s2_1 + (rv2 - lo2_2) * s2_2]
-                                ru1 = chart[b1 + (rv3 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                                rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[hl])
+                    if 0 <= rv3 <= 1:
+                        if 0 <= (1 + rv3) <= 2:
+                            for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                                ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
+                                ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                                 term = ru0 * ru1 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -1093,28 +1096,28 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     return -1
                 parts[count, 0] = 4
                 parts[count, 1] = rv0
-                parts[count, 2] = rv3
+                parts[count, 2] = rv2
                 parts[count, 3] = rv1
-                parts[count, 4] = rv2
+                parts[count, 4] = rv3
                 count += 1
                 if top >= stack.shape[0]:
                     return -1
                 stack[top, 0] = 2
                 stack[top, 1] = rv0
-                stack[top, 2] = rv3
-                stack[top, 3] = rv2
+                stack[top, 2] = rv2
+                stack[top, 3] = rv3
                 top += 1
                 if top >= stack.shape[0]:
                     return -1
                 stack[top, 0] = 1
-                stack[top, 1] = rv3
+                stack[top, 1] = rv2
                 stack[top, 2] = rv1
                 top += 1
         elif kind == 1:  # rdone
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv0 = rh0
@@ -1124,12 +1127,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv0 < n:
                         if 0 <= 1 <= 1:
                             if 0 <= 1 <= 1:
-                                token_0 = tokens_0[first + rv0]
-                                rf = np.exp(ls[(1 + rv1 - rv0)] - ls[hl])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[hl])
                                 for rv2 in range(0, 2 + 1):
                                     if 0 <= rv2 <= 2:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -1165,7 +1168,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b2 + (rh0 - lo2_0) * s2_0 + (rh1 - lo2_1) * s2_1 + (rh2 - lo2_2) * s2_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b2 + (rh0 - lo2_0) * s2_0 + (rh1 - lo2_1) * s2_1 + (rh2 - lo2_2) * s2_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh2:
@@ -1179,18 +1182,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     if 0 <= 0 <= 1:
                                         if 0 <= 1 <= 1:
                                             if 0 <= 0 <= 1:
-                                                token_0 = tokens_0[first + rv1]
-                                                token_0_1 = tokens_0[first + rv0]
+                                                token_0 = tokens_0[np.uint64(first + rv1)]
+                                                token_0_1 = tokens_0[np.uint64(first + rv0)]
                                                 rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
                                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                         if ru1 != 0.0:
-                                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                             for rv3 in range(0, min(2, 0) + 1):
                                                                 if 0 <= rv3 <= 2:
                                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                                     term = rw0 * rw1 * ru0 * ru1 * rf
                                                                     if _better(sampling, term, best, u):
                                                                         best = term
@@ -1213,18 +1216,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     if 0 <= 0 <= 1:
                                         if 0 <= 1 <= 1:
                                             if 0 <= 1 <= 1:
-                                                token_0 = tokens_0[first + rv1]
-                                                token_0_1 = tokens_0[first + rv0]
+                                                token_0 = tokens_0[np.uint64(first + rv1)]
+                                                token_0_1 = tokens_0[np.uint64(first + rv0)]
                                                 rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
                                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                         if ru1 != 0.0:
-                                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                             for rv3 in range(max(0, 1), 2 + 1):
                                                                 if 0 <= rv3 <= 2:
                                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                                     term = rw0 * rw1 * ru0 * ru1 * rf
                                                                     if _better(sampling, term, best, u):
                                                                         best = term
@@ -1295,7 +1298,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b3 + (rh0 - lo3_0) * s3_0 + (rh1 - lo3_1) * s3_1 + (rh2 - lo3_2) * s3_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b3 + (rh0 - lo3_0) * s3_0 + (rh1 - lo3_1) * s3_1 + (rh2 - lo3_2) * s3_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh2:
@@ -1314,15 +1317,15 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 u -= term
             rv0 = rh0
             rv1 = rh1
-            rv2 = rh2 - 1
+            rv3 = rh2 - 1
             if 0 <= rv0 <= (-1 + n):
                 if 0 <= rv1 <= (-1 + n):
-                    if 0 <= rv2 <= 1:
-                        if 0 <= (1 + rv2) <= 2:
-                            for rv3 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv3 - lo4_1) * s4_1]
-                                ru1 = chart[b5 + (rv3 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv2 - lo5_2) * s5_2]
-                                rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[hl])
+                    if 0 <= rv3 <= 1:
+                        if 0 <= (1 + rv3) <= 2:
+                            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                                ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
+                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                                 term = ru0 * ru1 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -1347,28 +1350,28 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     return -1
                 parts[count, 0] = 7
                 parts[count, 1] = rv0
-                parts[count, 2] = rv3
+                parts[count, 2] = rv2
                 parts[count, 3] = rv1
-                parts[count, 4] = rv2
+                parts[count, 4] = rv3
                 count += 1
                 if top >= stack.shape[0]:
                     return -1
                 stack[top, 0] = 4
                 stack[top, 1] = rv0
-                stack[top, 2] = rv3
+                stack[top, 2] = rv2
                 top += 1
                 if top >= stack.shape[0]:
                     return -1
                 stack[top, 0] = 5
-                stack[top, 1] = rv3
+                stack[top, 1] = rv2
                 stack[top, 2] = rv1
-                stack[top, 3] = rv2
+                stack[top, 3] = rv3
                 top += 1
         elif kind == 4:  # ldone
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b4 + (rh0 - lo4_0) * s4_0 + (rh1 - lo4_1) * s4_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b4 + (rh0 - lo4_0) * s4_0 + (rh1 - lo4_1) * s4_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv1 = rh0
@@ -1378,12 +1381,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv0 < n:
                         if 0 <= 1 <= 1:
                             if 0 <= 0 <= 1:
-                                token_0 = tokens_0[first + rv0]
-                                rf = np.exp(ls[(1 + rv0 - rv1)] - ls[hl])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[hl])
                                 for rv2 in range(0, 2 + 1):
                                     if 0 <= rv2 <= 2:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                        ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -1419,7 +1422,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b5 + (rh0 - lo5_0) * s5_0 + (rh1 - lo5_1) * s5_1 + (rh2 - lo5_2) * s5_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b5 + (rh0 - lo5_0) * s5_0 + (rh1 - lo5_1) * s5_1 + (rh2 - lo5_2) * s5_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh2:
@@ -1433,18 +1436,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     if 0 <= 0 <= 1:
                                         if 0 <= 0 <= 1:
                                             if 0 <= 0 <= 1:
-                                                token_0 = tokens_0[first + rv0]
-                                                token_0_1 = tokens_0[first + rv1]
+                                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                                token_0_1 = tokens_0[np.uint64(first + rv1)]
                                                 rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
                                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                         if ru0 != 0.0:
-                                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                             for rv3 in range(0, min(2, 0) + 1):
                                                                 if 0 <= rv3 <= 2:
                                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                    ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                                     term = rw0 * rw1 * ru0 * ru1 * rf
                                                                     if _better(sampling, term, best, u):
                                                                         best = term
@@ -1467,18 +1470,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     if 0 <= 0 <= 1:
                                         if 0 <= 0 <= 1:
                                             if 0 <= 1 <= 1:
-                                                token_0 = tokens_0[first + rv0]
-                                                token_0_1 = tokens_0[first + rv1]
+                                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                                token_0_1 = tokens_0[np.uint64(first + rv1)]
                                                 rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
                                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                         if ru0 != 0.0:
-                                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                             for rv3 in range(max(0, 1), 2 + 1):
                                                                 if 0 <= rv3 <= 2:
                                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                    ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                                     term = rw0 * rw1 * ru0 * ru1 * rf
                                                                     if _better(sampling, term, best, u):
                                                                         best = term
@@ -1546,18 +1549,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 top += 1
         elif kind == 6:  # sentence
             hl = (n + 2)
-            u = np.random.random() * chart[b6] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b6)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rw0 = read(params, meta, T_0, 0, token_0)
-                            ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                            ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[hl])
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read_hoisted(rt2, 0, token_0)
+                            ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                            ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[hl])
                             term = rw0 * ru0 * ru1 * rf
                             if _better(sampling, term, best, u):
                                 best = term
@@ -1672,7 +1675,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1683,7 +1686,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv1 = parts[q, 1]
             rv0 = parts[q, 2]
             rv2 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1695,8 +1698,8 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv1]
-            token_0_1 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv1)]
+            token_0_1 = tokens_0[np.uint64(first + rv0)]
             cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1714,8 +1717,8 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv1]
-            token_0_1 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv1)]
+            token_0_1 = tokens_0[np.uint64(first + rv0)]
             cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 1
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1730,16 +1733,16 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
                 touched[listed] = cell
         elif parts[q, 0] == 4:
             rv0 = parts[q, 1]
-            rv3 = parts[q, 2]
+            rv2 = parts[q, 2]
             rv1 = parts[q, 3]
-            rv2 = parts[q, 4]
+            rv3 = parts[q, 4]
         elif parts[q, 0] == 5:
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv0]
-            token_0_1 = tokens_0[first + rv1]
+            token_0 = tokens_0[np.uint64(first + rv0)]
+            token_0_1 = tokens_0[np.uint64(first + rv1)]
             cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1757,8 +1760,8 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv0]
-            token_0_1 = tokens_0[first + rv1]
+            token_0 = tokens_0[np.uint64(first + rv0)]
+            token_0_1 = tokens_0[np.uint64(first + rv1)]
             cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 1
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1773,12 +1776,12 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
                 touched[listed] = cell
         elif parts[q, 0] == 7:
             rv0 = parts[q, 1]
-            rv3 = parts[q, 2]
+            rv2 = parts[q, 2]
             rv1 = parts[q, 3]
-            rv2 = parts[q, 4]
+            rv3 = parts[q, 4]
         elif parts[q, 0] == 8:
             rv0 = parts[q, 1]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro2 + (token_0) * rr2 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:

@@ -118,6 +118,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     rd0 = int(derived[0])
     rd1 = int(derived[1])
 
+    rt2 = table_reader(params, meta, T_2)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -127,62 +128,62 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
-                    rs = (ls[0] - 0.0)
+                    rs = (ls[np.uint64(0)] - 0.0)
                     ref = max(ref, rs)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    rs = (ls[(1 + (-1 + rv0))] - 0.0)
+                    rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
                     ref = max(ref, rs)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
-                    rs = (ls[(1 + n)] - 0.0)
+                    rs = (ls[np.uint64((1 + n))] - 0.0)
                     ref = max(ref, rs)
         if ref == -np.inf:
             continue
         ls[lev] = ref
         if lev == 0:
             rf = np.exp(0.0 - ref)
-            chart[b0] = plus(semiring, chart[b0], rf)
+            chart[np.uint64(b0)] = plus(semiring, chart[np.uint64(b0)], rf)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
-                    ru0 = chart[b0]
+                    ru0 = chart[np.uint64(b0)]
                     if ru0 != 0.0:
-                        rf = np.exp(ls[0] - ref)
+                        rf = np.exp(ls[np.uint64(0)] - ref)
                         for rv0 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd0 + (rv0) * rr0 + 0]
-                            chart[b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2] = plus(semiring, chart[b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2], rw0 * ru0 * rf)
+                            rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
+                            chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)], rw0 * ru0 * rf)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    token_0 = tokens_0[first + (-1 + rv0)]
-                    rf = np.exp(ls[(1 + (-1 + rv0))] - ref)
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
-                                rw1 = read(params, meta, T_2, (rv2) * size_0 + rv1, token_0)
+                                rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
                                 acc = 0.0
                                 for rv3 in range(0, ra1 + 1):
-                                    rw0 = derived[rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1]
-                                    ru0 = chart[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2]
+                                    rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
+                                    ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                                chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] = plus(semiring, chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2], acc * rw1 * rf)
+                                chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)], acc * rw1 * rf)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
-                    rf = np.exp(ls[(1 + n)] - ref)
+                    rf = np.exp(ls[np.uint64((1 + n))] - ref)
                     for rv0 in range(0, (-1 + ra0) + 1):
                         acc = 0.0
                         for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv1 <= ra1:
-                                rw0 = derived[rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0]
-                                ru0 = chart[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2]
+                                rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
+                                ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
                                 acc = plus(semiring, acc, rw0 * ru0)
-                        chart[b2] = plus(semiring, chart[b2], acc * rf)
+                        chart[np.uint64(b2)] = plus(semiring, chart[np.uint64(b2)], acc * rf)
         top = 0.0
         if lev == 0:
             cell = b0
@@ -214,7 +215,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             ls[lev] = -np.inf
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b2])
+    total = plus(semiring, total, chart[np.uint64(b2)])
     glev = (n + 2)
     if not total > 0.0:
         return -np.inf
@@ -259,61 +260,52 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt2 = table_reader(params, meta, T_2)
     rpw = (-1 + ra1) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
-    out[b2] = np.exp(ls[(n + 2)] - log_z)
+    rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
+    rsc1 = np.zeros(rr1 * meta[T_1 + TABLE_OUTCOMES])
+    out[np.uint64(b2)] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
-                    rf = np.exp(ls[(1 + n)] - ls[lev])
-                    roh = out[b2]
+                    rf = np.exp(ls[np.uint64((1 + n))] - ls[lev])
+                    roh = out[np.uint64(b2)]
                     if roh != 0.0:
                         for rv0 in range(0, (-1 + ra0) + 1):
                             for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
                                 if 0 <= rv1 <= ra1:
-                                    rw0 = derived[rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0]
-                                    ru0 = chart[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2]
+                                    rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
+                                    ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
                                     mu = (roh * rf) * rw0 * ru0
-                                    if counting:
-                                        cell = ro1 + (ra1) * rr1 + (rv1) * size_0 + rv0
-                                        dense[cell] += mu * weight
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
-                                    out[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2] += (roh * rf) * rw0
+                                    rsc1[np.uint64((ra1) * rr1 + (rv1) * size_0 + rv0)] += mu
+                                    out[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)] += (roh * rf) * rw0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    token_0 = tokens_0[first + (-1 + rv0)]
-                    rf = np.exp(ls[(1 + (-1 + rv0))] - ls[lev])
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[lev])
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
-                                rw1 = read(params, meta, T_2, (rv2) * size_0 + rv1, token_0)
-                                roh = out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
+                                rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                                 if roh != 0.0:
                                     rm1 = 0.0
                                     rp = 0.0
                                     for rv3 in range(0, ra1 + 1):
-                                        rw0 = derived[rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1]
-                                        ru0 = chart[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2]
+                                        rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
+                                        ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
                                         mu = (roh * rw1 * rf) * rw0 * ru0
-                                        if counting:
-                                            cell = ro1 + (rv2) * rr1 + (rv3) * size_0 + rv1
-                                            dense[cell] += mu * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
+                                        rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += mu
                                         rm1 += mu
                                         rp += mu
-                                        out[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2] += (roh * rw1 * rf) * rw0
+                                        out[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)] += (roh * rw1 * rf) * rw0
                                     if posting:
                                         post[(-1 + rv0) * rpw + rv2] += rp
                                     if counting:
@@ -326,22 +318,34 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
-                    ru0 = chart[b0]
+                    ru0 = chart[np.uint64(b0)]
                     if ru0 != 0.0:
-                        rf = np.exp(ls[0] - ls[lev])
+                        rf = np.exp(ls[np.uint64(0)] - ls[lev])
                         for rv0 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd0 + (rv0) * rr0 + 0]
-                            roh = out[b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2]
+                            rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
+                            roh = out[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)]
                             if roh != 0.0:
                                 mu = (roh * ru0 * rf) * rw0
-                                if counting:
-                                    cell = ro0 + (rv0) * rr0 + 0
-                                    dense[cell] += mu * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
-                                out[b0] += (roh * rf) * rw0
+                                rsc0[np.uint64((rv0) * rr0 + 0)] += mu
+                                out[np.uint64(b0)] += (roh * rf) * rw0
+    if counting:
+        for rsq in range(rsc0.shape[0]):
+            if rsc0[rsq] != 0.0:
+                cell = ro0 + rsq
+                dense[cell] += rsc0[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+    if counting:
+        for rsq in range(rsc1.shape[0]):
+            if rsc1[rsq] != 0.0:
+                cell = ro1 + rsq
+                dense[cell] += rsc1[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -384,11 +388,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     semiring = SUM
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b2])
+    total = plus(semiring, total, chart[np.uint64(b2)])
     glev = (n + 2)
+    rt2 = table_reader(params, meta, T_2)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
-    term = chart[b2]
+    term = chart[np.uint64(b2)]
     if _better(sampling, term, best, u):
         best = term
         u -= term if sampling else 0.0
@@ -404,7 +409,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
         kind = stack[top, 0]
         if kind == 0:  # begin
             hl = 0
-            u = np.random.random() * chart[b0] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rf = np.exp(0.0 - ls[hl])
@@ -424,7 +429,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh0)
-            u = np.random.random() * chart[b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1 + (rh2 - lo1_2) * s1_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1 + (rh2 - lo1_2) * s1_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh0:
@@ -433,9 +438,9 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv0 <= (-1 + ra0):
                         if 0 <= 0 <= n:
                             if 0 <= ra1 <= ra1:
-                                rw0 = derived[rd0 + (rv0) * rr0 + 0]
-                                ru0 = chart[b0]
-                                rf = np.exp(ls[0] - ls[hl])
+                                rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
+                                ru0 = chart[np.uint64(b0)]
+                                rf = np.exp(ls[np.uint64(0)] - ls[hl])
                                 term = rw0 * ru0 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -453,12 +458,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= (-1 + rv0) <= n:
                             if 0 <= (-1 + rv0) < n:
                                 if 0 <= rv2 <= ra1:
-                                    token_0 = tokens_0[first + (-1 + rv0)]
-                                    rw1 = read(params, meta, T_2, (rv2) * size_0 + rv1, token_0)
-                                    rf = np.exp(ls[(1 + (-1 + rv0))] - ls[hl])
+                                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                                    rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[hl])
                                     for rv3 in range(0, ra1 + 1):
-                                        rw0 = derived[rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1]
-                                        ru0 = chart[b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2]
+                                        rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
+                                        ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
                                         term = rw0 * rw1 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -505,17 +510,17 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 top += 1
         elif kind == 2:  # done
             hl = (n + 2)
-            u = np.random.random() * chart[b2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
-                    rf = np.exp(ls[(1 + n)] - ls[hl])
+                    rf = np.exp(ls[np.uint64((1 + n))] - ls[hl])
                     for rv0 in range(0, (-1 + ra0) + 1):
                         for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv1 <= ra1:
-                                rw0 = derived[rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0]
-                                ru0 = chart[b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2]
+                                rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
+                                ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
                                 term = rw0 * ru0 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -597,7 +602,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv1 = parts[q, 2]
             rv3 = parts[q, 3]
             rv2 = parts[q, 4]
-            token_0 = tokens_0[first + (-1 + rv0)]
+            token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
             cell = ro1 + (rv2) * rr1 + (rv3) * size_0 + rv1
             dense[cell] += value
             if tracked and mark[cell] == 0:

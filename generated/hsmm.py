@@ -129,6 +129,8 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     rd0 = int(derived[0])
     rd3 = int(derived[1])
 
+    rt1 = table_reader(params, meta, T_1)
+    rt2 = table_reader(params, meta, T_2)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -137,13 +139,13 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if 0 <= (1 + rv0) <= n:
                 if 1 <= 1 <= ra1:
                     if 0 <= rv0 < n:
-                        rs = (ls[(1 + rv0)] - 0.0)
+                        rs = (ls[np.uint64((1 + rv0))] - 0.0)
                         ref = max(ref, rs)
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
                 if 0 <= rv0 < n:
-                    rs = (ls[(1 + rv0)] - 0.0)
+                    rs = (ls[np.uint64((1 + rv0))] - 0.0)
                     ref = max(ref, rs)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
@@ -152,7 +154,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     ref = max(ref, rs)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
-            rs = (ls[(1 + rv0)] - 0.0)
+            rs = (ls[np.uint64((1 + rv0))] - 0.0)
             ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -162,43 +164,43 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if 0 <= (1 + rv0) <= n:
                 if 1 <= 1 <= ra1:
                     if 0 <= rv0 < n:
-                        token_0 = tokens_0[first + rv0]
-                        rf = np.exp(ls[(1 + rv0)] - ref)
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv0))] - ref)
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = read(params, meta, T_1, rv1, token_0)
+                            rw1 = read_hoisted(rt1, rv1, token_0)
                             acc = 0.0
                             for rv2 in range(0, ra0 + 1):
-                                rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                 acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2] = plus(semiring, chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2], acc * rw1 * rf)
+                            chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2)], acc * rw1 * rf)
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
                 if 0 <= rv0 < n:
-                    token_0 = tokens_0[first + rv0]
-                    rf = np.exp(ls[(1 + rv0)] - ref)
+                    token_0 = tokens_0[np.uint64(first + rv0)]
+                    rf = np.exp(ls[np.uint64((1 + rv0))] - ref)
                     for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = read(params, meta, T_2, rv1, token_0)
+                        rw0 = read_hoisted(rt2, rv1, token_0)
                         for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
                             if 1 <= (1 + rv2) <= ra1:
-                                ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
-                                chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2] = plus(semiring, chart[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2], rw0 * ru0 * rf)
+                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
+                                chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)], rw0 * ru0 * rf)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra0 <= ra0:
                     rf = np.exp(0.0 - ref)
-                    chart[b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1], rf)
+                    chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)], rf)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
-            rf = np.exp(ls[(1 + rv0)] - ref)
+            rf = np.exp(ls[np.uint64((1 + rv0))] - ref)
             for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                 acc = 0.0
                 for rv2 in range(1, ra1 + 1):
-                    rw0 = derived[rd3 + (rv2) * rr3 + rv1]
-                    ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
+                    rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
+                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                     acc = plus(semiring, acc, rw0 * ru0)
-                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1], acc * rf)
+                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rf)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -230,7 +232,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     glev = 0
     if 0 <= n <= n:
         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
-            total = plus(semiring, total, chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1])
+            total = plus(semiring, total, chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)])
             glev = (1 + n)
     if not total > 0.0:
         return -np.inf
@@ -281,54 +283,52 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt1 = table_reader(params, meta, T_1)
+    rt2 = table_reader(params, meta, T_2)
     rpw = (-1 + ra0) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
+    rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
+    rsc3 = np.zeros(rr3 * meta[T_3 + TABLE_OUTCOMES])
     if 0 <= n <= n:
         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
-            out[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1] = np.exp(ls[(1 + n)] - log_z)
+            out[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] = np.exp(ls[(1 + n)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
-            rf = np.exp(ls[(1 + rv0)] - ls[lev])
+            rf = np.exp(ls[np.uint64((1 + rv0))] - ls[lev])
             for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
-                roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1]
+                roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
                 if roh != 0.0:
                     for rv2 in range(1, ra1 + 1):
-                        rw0 = derived[rd3 + (rv2) * rr3 + rv1]
-                        ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
+                        rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
+                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                         mu = (roh * rf) * rw0 * ru0
-                        if counting:
-                            cell = ro3 + (rv2) * rr3 + rv1
-                            dense[cell] += mu * weight
-                            if tracked and mark[cell] == 0:
-                                mark[cell] = 1
-                                listed += 1
-                                touched[listed] = cell
+                        rsc3[np.uint64((rv2) * rr3 + rv1)] += mu
                         if posting:
                             rp = mu
                             for rq in range((rv0 - rv2), rv0):
                                 post[rq * rpw + rv1] += rp
-                        out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rf) * rw0
+                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
                 if 0 <= rv0 < n:
-                    token_0 = tokens_0[first + rv0]
-                    rf = np.exp(ls[(1 + rv0)] - ls[lev])
+                    token_0 = tokens_0[np.uint64(first + rv0)]
+                    rf = np.exp(ls[np.uint64((1 + rv0))] - ls[lev])
                     for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = read(params, meta, T_2, rv1, token_0)
+                        rw0 = read_hoisted(rt2, rv1, token_0)
                         rm0 = 0.0
                         for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
                             if 1 <= (1 + rv2) <= ra1:
-                                ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
-                                roh = out[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2]
+                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
+                                roh = out[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)]
                                 if roh != 0.0:
                                     mu = (roh * rw0 * rf) * ru0
                                     rm0 += mu
-                                    out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2] += (roh * rw0 * rf)
+                                    out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rw0 * rf)
                         if counting:
                             cell = ro2 + (token_0) * rr2 + rv1
                             dense[cell] += rm0 * weight
@@ -341,26 +341,20 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
             if 0 <= (1 + rv0) <= n:
                 if 1 <= 1 <= ra1:
                     if 0 <= rv0 < n:
-                        token_0 = tokens_0[first + rv0]
-                        rf = np.exp(ls[(1 + rv0)] - ls[lev])
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv0))] - ls[lev])
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = read(params, meta, T_1, rv1, token_0)
-                            roh = out[b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2]
+                            rw1 = read_hoisted(rt1, rv1, token_0)
+                            roh = out[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2)]
                             if roh != 0.0:
                                 rm1 = 0.0
                                 for rv2 in range(0, ra0 + 1):
-                                    rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                    rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                     mu = (roh * rw1 * rf) * rw0 * ru0
-                                    if counting:
-                                        cell = ro0 + (rv1) * rr0 + rv2
-                                        dense[cell] += mu * weight
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
+                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += mu
                                     rm1 += mu
-                                    out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += (roh * rw1 * rf) * rw0
+                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += (roh * rw1 * rf) * rw0
                                 if counting:
                                     cell = ro1 + (token_0) * rr1 + rv1
                                     dense[cell] += rm1 * weight
@@ -368,6 +362,24 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
+    if counting:
+        for rsq in range(rsc0.shape[0]):
+            if rsc0[rsq] != 0.0:
+                cell = ro0 + rsq
+                dense[cell] += rsc0[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+    if counting:
+        for rsq in range(rsc3.shape[0]):
+            if rsc3[rsq] != 0.0:
+                cell = ro3 + rsq
+                dense[cell] += rsc3[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -418,13 +430,15 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     glev = 0
     if 0 <= n <= n:
         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
-            total = plus(semiring, total, chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1])
+            total = plus(semiring, total, chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)])
             glev = (1 + n)
+    rt1 = table_reader(params, meta, T_1)
+    rt2 = table_reader(params, meta, T_2)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
     if 0 <= n <= n:
         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
-            term = chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1]
+            term = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
             if _better(sampling, term, best, u):
                 best = term
                 u -= term if sampling else 0.0
@@ -444,7 +458,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh0:
@@ -463,10 +477,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rv1 = rh1
             if 0 <= rv0 <= n:
                 if 0 <= rv1 <= min(ra0, (-1 + ra0)):
-                    rf = np.exp(ls[(1 + rv0)] - ls[hl])
+                    rf = np.exp(ls[np.uint64((1 + rv0))] - ls[hl])
                     for rv2 in range(1, ra1 + 1):
-                        rw0 = derived[rd3 + (rv2) * rr3 + rv1]
-                        ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
+                        rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
+                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                         term = rw0 * ru0 * rf
                         if _better(sampling, term, best, u):
                             best = term
@@ -504,7 +518,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh0)
-            u = np.random.random() * chart[b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1 + (rh2 - lo1_2) * s1_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1 + (rh2 - lo1_2) * s1_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 1 == rh2:
@@ -515,12 +529,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= (1 + rv0) <= n:
                             if 1 <= 1 <= ra1:
                                 if 0 <= rv0 < n:
-                                    token_0 = tokens_0[first + rv0]
-                                    rw1 = read(params, meta, T_1, rv1, token_0)
-                                    rf = np.exp(ls[(1 + rv0)] - ls[hl])
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    rw1 = read_hoisted(rt1, rv1, token_0)
+                                    rf = np.exp(ls[np.uint64((1 + rv0))] - ls[hl])
                                     for rv2 in range(0, ra0 + 1):
-                                        rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                        rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                         term = rw0 * rw1 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -540,10 +554,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= (1 + rv0) <= n:
                             if 1 <= (1 + rv2) <= ra1:
                                 if 0 <= rv0 < n:
-                                    token_0 = tokens_0[first + rv0]
-                                    rw0 = read(params, meta, T_2, rv1, token_0)
-                                    ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2]
-                                    rf = np.exp(ls[(1 + rv0)] - ls[hl])
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    rw0 = read_hoisted(rt2, rv1, token_0)
+                                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
+                                    rf = np.exp(ls[np.uint64((1 + rv0))] - ls[hl])
                                     term = rw0 * ru0 * rf
                                     if _better(sampling, term, best, u):
                                         best = term
@@ -642,7 +656,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (rv1) * rr0 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -659,7 +673,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro2 + (token_0) * rr2 + rv1
             dense[cell] += value
             if tracked and mark[cell] == 0:

@@ -99,6 +99,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     rr1 = meta[T_1 + TABLE_ROWS]
     rd0 = int(derived[0])
 
+    rt1 = table_reader(params, meta, T_1)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -111,12 +112,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    rs = (ls[(1 + (-1 + rv0))] - 0.0)
+                    rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
                     ref = max(ref, rs)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
-                    rs = (ls[(1 + n)] - 0.0)
+                    rs = (ls[np.uint64((1 + n))] - 0.0)
                     ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -125,33 +126,33 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if 0 <= 0 <= n:
                 if 0 <= ra0 <= ra0:
                     rf = np.exp(0.0 - ref)
-                    chart[b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1], rf)
+                    chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)], rf)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    token_0 = tokens_0[first + (-1 + rv0)]
-                    rf = np.exp(ls[(1 + (-1 + rv0))] - ref)
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
-                            rw1 = read(params, meta, T_1, rv1, token_0)
+                            rw1 = read_hoisted(rt1, rv1, token_0)
                             acc = 0.0
                             for rv2 in range(0, ra0 + 1):
-                                rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                ru0 = chart[b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                 acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1], acc * rw1 * rf)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rw1 * rf)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
-                    rf = np.exp(ls[(1 + n)] - ref)
+                    rf = np.exp(ls[np.uint64((1 + n))] - ref)
                     acc = 0.0
                     for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv0 <= ra0:
-                            rw0 = derived[rd0 + (ra0) * rr0 + rv0]
-                            ru0 = chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1]
+                            rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                            ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
                             acc = plus(semiring, acc, rw0 * ru0)
-                    chart[b1] = plus(semiring, chart[b1], acc * rf)
+                    chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -175,7 +176,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             ls[lev] = -np.inf
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b1])
+    total = plus(semiring, total, chart[np.uint64(b1)])
     glev = (n + 2)
     if not total > 0.0:
         return -np.inf
@@ -211,59 +212,49 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt1 = table_reader(params, meta, T_1)
     rpw = (-1 + ra0) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
-    out[b1] = np.exp(ls[(n + 2)] - log_z)
+    rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
+    out[np.uint64(b1)] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
-                    rf = np.exp(ls[(1 + n)] - ls[lev])
-                    roh = out[b1]
+                    rf = np.exp(ls[np.uint64((1 + n))] - ls[lev])
+                    roh = out[np.uint64(b1)]
                     if roh != 0.0:
                         for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
                             if 0 <= rv0 <= ra0:
-                                rw0 = derived[rd0 + (ra0) * rr0 + rv0]
-                                ru0 = chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1]
+                                rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                                ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
                                 mu = (roh * rf) * rw0 * ru0
-                                if counting:
-                                    cell = ro0 + (ra0) * rr0 + rv0
-                                    dense[cell] += mu * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
-                                out[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1] += (roh * rf) * rw0
+                                rsc0[np.uint64((ra0) * rr0 + rv0)] += mu
+                                out[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] += (roh * rf) * rw0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
-                    token_0 = tokens_0[first + (-1 + rv0)]
-                    rf = np.exp(ls[(1 + (-1 + rv0))] - ls[lev])
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[lev])
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
-                            rw1 = read(params, meta, T_1, rv1, token_0)
-                            roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1]
+                            rw1 = read_hoisted(rt1, rv1, token_0)
+                            roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
                             if roh != 0.0:
                                 rm1 = 0.0
                                 rp = 0.0
                                 for rv2 in range(0, ra0 + 1):
-                                    rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                    ru0 = chart[b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                    rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                    ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                     mu = (roh * rw1 * rf) * rw0 * ru0
-                                    if counting:
-                                        cell = ro0 + (rv1) * rr0 + rv2
-                                        dense[cell] += mu * weight
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
+                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += mu
                                     rm1 += mu
                                     rp += mu
-                                    out[b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1] += (roh * rw1 * rf) * rw0
+                                    out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += (roh * rw1 * rf) * rw0
                                 if posting:
                                     post[(-1 + rv0) * rpw + rv1] += rp
                                 if counting:
@@ -273,6 +264,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
+    if counting:
+        for rsq in range(rsc0.shape[0]):
+            if rsc0[rsq] != 0.0:
+                cell = ro0 + rsq
+                dense[cell] += rsc0[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -306,11 +306,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     semiring = SUM
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b1])
+    total = plus(semiring, total, chart[np.uint64(b1)])
     glev = (n + 2)
+    rt1 = table_reader(params, meta, T_1)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
-    term = chart[b1]
+    term = chart[np.uint64(b1)]
     if _better(sampling, term, best, u):
         best = term
         u -= term if sampling else 0.0
@@ -328,7 +329,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh0:
@@ -350,12 +351,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= (-1 + rv0) <= n:
                         if 0 <= (-1 + rv0) < n:
                             if 0 <= rv1 <= ra0:
-                                token_0 = tokens_0[first + (-1 + rv0)]
-                                rw1 = read(params, meta, T_1, rv1, token_0)
-                                rf = np.exp(ls[(1 + (-1 + rv0))] - ls[hl])
+                                token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                                rw1 = read_hoisted(rt1, rv1, token_0)
+                                rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[hl])
                                 for rv2 in range(0, ra0 + 1):
-                                    rw0 = derived[rd0 + (rv1) * rr0 + rv2]
-                                    ru0 = chart[b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1]
+                                    rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                    ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                                     term = rw0 * rw1 * ru0 * rf
                                     if _better(sampling, term, best, u):
                                         best = term
@@ -389,16 +390,16 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 top += 1
         elif kind == 1:  # done
             hl = (n + 2)
-            u = np.random.random() * chart[b1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
-                    rf = np.exp(ls[(1 + n)] - ls[hl])
+                    rf = np.exp(ls[np.uint64((1 + n))] - ls[hl])
                     for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv0 <= ra0:
-                            rw0 = derived[rd0 + (ra0) * rr0 + rv0]
-                            ru0 = chart[b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1]
+                            rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                            ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
                             term = rw0 * ru0 * rf
                             if _better(sampling, term, best, u):
                                 best = term
@@ -458,7 +459,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
-            token_0 = tokens_0[first + (-1 + rv0)]
+            token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
             cell = ro0 + (rv1) * rr0 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:

@@ -185,6 +185,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     ro2 = meta[T_0 + TABLE_OFFSET]
     rr2 = meta[T_0 + TABLE_ROWS]
 
+    rt2 = table_reader(params, meta, T_0)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -197,7 +198,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv1 < n:
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                        rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                        rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                         ref = max(ref, rs)
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
@@ -208,14 +209,14 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                             if 0 <= rv0 < n:
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                        rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - 0.0)
+                                        rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
                                         ref = max(ref, rs)
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - 0.0)
                             ref = max(ref, rs)
         if 0 <= 1 <= 1:
             rs = (0.0 - 0.0)
@@ -227,7 +228,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
                     for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                        rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - 0.0)
+                        rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                         ref = max(ref, rs)
         if 0 <= 1 <= 1:
             rs = (0.0 - 0.0)
@@ -239,7 +240,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                        rs = (ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - 0.0)
+                        rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                         ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
@@ -247,7 +248,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv1 - rv0)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
                             ref = max(ref, rs)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
@@ -255,7 +256,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            rs = (ls[(1 + rv0 - rv1)] - 0.0)
+                            rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
                             ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -267,21 +268,21 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
                             if 0 <= rv1 < n:
-                                token_0 = tokens_0[first + rv1]
-                                token_0_1 = tokens_0[first + rv0]
+                                token_0 = tokens_0[np.uint64(first + rv1)]
+                                token_0_1 = tokens_0[np.uint64(first + rv0)]
                                 rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                        ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                         if ru1 != 0.0:
-                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                             acc = 0.0
                                             for rv3 in range(0, 1 + 1):
                                                 if 0 <= rv3 <= 1:
                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
-                                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                     acc = plus(semiring, acc, rw1 * ru0)
-                                            chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1] = plus(semiring, chart[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1], acc * rw0 * ru1 * rf)
+                                            chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)], acc * rw0 * ru1 * rf)
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -289,96 +290,96 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= rv1 < n:
                             if 0 <= rv0 < n:
-                                token_0 = tokens_0[first + rv0]
-                                token_0_1 = tokens_0[first + rv1]
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                token_0_1 = tokens_0[np.uint64(first + rv1)]
                                 rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
                                 for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                     if 0 <= (1 + rv2) <= (-1 + n):
-                                        ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                         if ru0 != 0.0:
-                                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ref)
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
                                             acc = 0.0
                                             for rv3 in range(0, 1 + 1):
                                                 if 0 <= rv3 <= 1:
                                                     rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
-                                                    ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                     acc = plus(semiring, acc, rw1 * ru1)
-                                            chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] = plus(semiring, chart[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1], acc * rw0 * ru0 * rf)
+                                            chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)], acc * rw0 * ru0 * rf)
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     acc = 0.0
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rw0 = read(params, meta, T_0, 0, token_0)
-                            ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                            ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read_hoisted(rt2, 0, token_0)
+                            ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                            ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
                             acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
-                    chart[b6] = plus(semiring, chart[b6], acc * 1.0)
+                    chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
         if 0 <= 1 <= 1:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
                 if rv0 - rv0 == lev - 1:
-                    chart[b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (1 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (1 - lo0_2) * s0_2], rf)
+                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (1 - lo0_2) * s0_2)], rf)
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
                     acc = 0.0
                     for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                        ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1]
-                        ru1 = chart[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ref)
+                        ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)]
+                        ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
                         acc = plus(semiring, acc, ru0 * ru1 * rf)
-                    chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2], acc * 1.0)
+                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)], acc * 1.0)
         if 0 <= 1 <= 1:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
                 if rv0 - rv0 == lev - 1:
-                    chart[b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (1 - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (1 - lo3_2) * s3_2], rf)
+                    chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (1 - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (1 - lo3_2) * s3_2)], rf)
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
                     acc = 0.0
                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                        ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1]
-                        ru1 = chart[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
-                        rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ref)
+                        ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                        ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
                         acc = plus(semiring, acc, ru0 * ru1 * rf)
-                    chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2] = plus(semiring, chart[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2], acc * 1.0)
+                    chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)], acc * 1.0)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv1 - rv0)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
                             acc = 0.0
                             for rv2 in range(0, 1 + 1):
                                 if 0 <= rv2 <= 1:
                                     rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
-                                    ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] = plus(semiring, chart[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1], acc * rf)
+                            chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
         if 0 <= 1 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv0 - rv1)] - ref)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
                             acc = 0.0
                             for rv2 in range(0, 1 + 1):
                                 if 0 <= rv2 <= 1:
                                     rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
-                                    ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                    ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                            chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] = plus(semiring, chart[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1], acc * rf)
+                            chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1
@@ -456,7 +457,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             ls[lev] = -np.inf
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b6])
+    total = plus(semiring, total, chart[np.uint64(b6)])
     glev = (n + 2)
     if not total > 0.0:
         return -np.inf
@@ -534,10 +535,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt2 = table_reader(params, meta, T_0)
     rpw = n + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
-    out[b6] = np.exp(ls[(n + 2)] - log_z)
+    out[np.uint64(b6)] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
@@ -547,14 +549,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     rv1 = (rv0 - lev + 1)
                     if 0 <= rv1 <= min((-1 + n), rv0):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv0 - rv1)] - ls[lev])
-                            roh = out[b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[lev])
+                            roh = out[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                             if roh != 0.0:
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
-                                        ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                         mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2
@@ -563,21 +565,21 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 mark[cell] = 1
                                                 listed += 1
                                                 touched[listed] = cell
-                                        out[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2] += (roh * rf) * rw0
+                                        out[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)] += (roh * rf) * rw0
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
                     rv1 = (rv0 + lev - 1)
                     if max(0, rv0) <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rf = np.exp(ls[(1 + rv1 - rv0)] - ls[lev])
-                            roh = out[b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[lev])
+                            roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
                             if roh != 0.0:
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
-                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                         mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2
@@ -586,45 +588,45 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 mark[cell] = 1
                                                 listed += 1
                                                 touched[listed] = cell
-                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] += (roh * rf) * rw0
+                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)] += (roh * rf) * rw0
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
-                    roh = out[b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2]
+                    roh = out[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)]
                     if roh != 0.0:
                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                            ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1]
-                            ru1 = chart[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
-                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[lev])
+                            ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                            ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
                             mu = roh * ru0 * ru1 * rf
-                            out[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1] += roh * ru1 * rf
-                            out[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1] += roh * ru0 * rf
+                            out[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)] += roh * ru1 * rf
+                            out[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)] += roh * ru0 * rf
         if 0 <= 0 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
                 if 0 <= rv1 <= (-1 + n):
-                    roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2]
+                    roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)]
                     if roh != 0.0:
                         for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                            ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1]
-                            ru1 = chart[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[lev])
+                            ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)]
+                            ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
                             mu = roh * ru0 * ru1 * rf
-                            out[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1] += roh * ru1 * rf
-                            out[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1] += roh * ru0 * rf
+                            out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)] += roh * ru1 * rf
+                            out[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] += roh * ru0 * rf
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
-                    roh = out[b6]
+                    roh = out[np.uint64(b6)]
                     if roh != 0.0:
                         for rv0 in range(0, (-1 + n) + 1):
                             if 0 <= rv0 < n:
-                                token_0 = tokens_0[first + rv0]
-                                rw0 = read(params, meta, T_0, 0, token_0)
-                                ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                                ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                                rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[lev])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rw0 = read_hoisted(rt2, 0, token_0)
+                                ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                                ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                                rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[lev])
                                 mu = roh * rw0 * ru0 * ru1 * rf
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + 0
@@ -636,8 +638,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 if posting:
                                     rp = mu
                                     post[rv0 * rpw + 0] += rp
-                                out[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1] += roh * rw0 * ru1 * rf
-                                out[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1] += roh * rw0 * ru0 * rf
+                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
         if 0 <= 0 <= 1:
             if 0 <= 0 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -645,22 +647,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= rv1 < n:
                             if 0 <= rv0 < n:
-                                token_0 = tokens_0[first + rv0]
-                                token_0_1 = tokens_0[first + rv1]
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                token_0_1 = tokens_0[np.uint64(first + rv1)]
                                 rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
-                                roh = out[b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
+                                roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
                                 if roh != 0.0:
                                     rm0 = 0.0
                                     rp = 0.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                             if ru0 != 0.0:
-                                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
-                                                        ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                         mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
                                                         rm0 += mu
                                                         if counting:
@@ -671,8 +673,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 listed += 1
                                                                 touched[listed] = cell
                                                         rp += mu
-                                                        out[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1] += (roh * rw0 * rf) * rw1 * ru1
-                                                        out[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2] += (roh * rw0 * ru0 * rf) * rw1
+                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                        out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
                                     if posting:
                                         post[rv0 * rpw + rv1 + 1] += rp
                                     if counting:
@@ -689,22 +691,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= rv0 < n:
                             if 0 <= rv1 < n:
-                                token_0 = tokens_0[first + rv1]
-                                token_0_1 = tokens_0[first + rv0]
+                                token_0 = tokens_0[np.uint64(first + rv1)]
+                                token_0_1 = tokens_0[np.uint64(first + rv0)]
                                 rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
-                                roh = out[b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1]
+                                roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)]
                                 if roh != 0.0:
                                     rm0 = 0.0
                                     rp = 0.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                             if ru1 != 0.0:
-                                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[lev])
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
-                                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                         mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
                                                         rm0 += mu
                                                         if counting:
@@ -715,8 +717,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 listed += 1
                                                                 touched[listed] = cell
                                                         rp += mu
-                                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2] += (roh * rw0 * ru1 * rf) * rw1
-                                                        out[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1] += (roh * rw0 * rf) * rw1 * ru0
+                                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
+                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
                                     if posting:
                                         post[rv1 * rpw + rv0 + 1] += rp
                                     if counting:
@@ -801,11 +803,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     semiring = SUM
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b6])
+    total = plus(semiring, total, chart[np.uint64(b6)])
     glev = (n + 2)
+    rt2 = table_reader(params, meta, T_0)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
-    term = chart[b6]
+    term = chart[np.uint64(b6)]
     if _better(sampling, term, best, u):
         best = term
         u -= term if sampling else 0.0
@@ -824,7 +827,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 1 == rh2:
@@ -848,9 +851,9 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= 0 <= 1:
                             for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                                ru0 = chart[b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1]
-                                ru1 = chart[b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1]
-                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[hl])
+                                ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)]
+                                ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                                 term = ru0 * ru1 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -892,7 +895,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1 + (rh0 - lo1_0) * s1_0 + (rh1 - lo1_1) * s1_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv0 = rh0
@@ -902,12 +905,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv0 < n:
                         if 0 <= 1 <= 1:
                             if 0 <= 1 <= 1:
-                                token_0 = tokens_0[first + rv0]
-                                rf = np.exp(ls[(1 + rv1 - rv0)] - ls[hl])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[hl])
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
-                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
+                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -942,7 +945,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b2 + (rh0 - lo2_0) * s2_0 + (rh1 - lo2_1) * s2_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b2 + (rh0 - lo2_0) * s2_0 + (rh1 - lo2_1) * s2_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv0 = rh0
@@ -953,18 +956,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= rv1 < n:
                             if 0 <= 0 <= 1:
                                 if 0 <= 1 <= 1:
-                                    token_0 = tokens_0[first + rv1]
-                                    token_0_1 = tokens_0[first + rv0]
+                                    token_0 = tokens_0[np.uint64(first + rv1)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
                                     rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 1, token_0)
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru1 = chart[b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1]
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                             if ru1 != 0.0:
-                                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
-                                                        ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2]
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                                         term = rw0 * rw1 * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
@@ -1009,7 +1012,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b3 + (rh0 - lo3_0) * s3_0 + (rh1 - lo3_1) * s3_1 + (rh2 - lo3_2) * s3_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b3 + (rh0 - lo3_0) * s3_0 + (rh1 - lo3_1) * s3_1 + (rh2 - lo3_2) * s3_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 1 == rh2:
@@ -1033,9 +1036,9 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv1 <= (-1 + n):
                         if 0 <= 0 <= 1:
                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                ru0 = chart[b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1]
-                                ru1 = chart[b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1]
-                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - rv2)] - ls[hl])
+                                ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                                ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
+                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                                 term = ru0 * ru1 * rf
                                 if _better(sampling, term, best, u):
                                     best = term
@@ -1077,7 +1080,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b4 + (rh0 - lo4_0) * s4_0 + (rh1 - lo4_1) * s4_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b4 + (rh0 - lo4_0) * s4_0 + (rh1 - lo4_1) * s4_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv1 = rh0
@@ -1087,12 +1090,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     if 0 <= rv0 < n:
                         if 0 <= 1 <= 1:
                             if 0 <= 0 <= 1:
-                                token_0 = tokens_0[first + rv0]
-                                rf = np.exp(ls[(1 + rv0 - rv1)] - ls[hl])
+                                token_0 = tokens_0[np.uint64(first + rv0)]
+                                rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[hl])
                                 for rv2 in range(0, 1 + 1):
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
-                                        ru0 = chart[b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2]
+                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
                                         term = rw0 * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -1127,7 +1130,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh0 = stack[top, 1]
             rh1 = stack[top, 2]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b5 + (rh0 - lo5_0) * s5_0 + (rh1 - lo5_1) * s5_1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b5 + (rh0 - lo5_0) * s5_0 + (rh1 - lo5_1) * s5_1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv0 = rh0
@@ -1138,18 +1141,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= rv0 < n:
                             if 0 <= 0 <= 1:
                                 if 0 <= 0 <= 1:
-                                    token_0 = tokens_0[first + rv0]
-                                    token_0_1 = tokens_0[first + rv1]
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
                                     rw0 = read(params, meta, T_1, (token_0_1) * size_1 + 0, token_0)
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru0 = chart[b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1]
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                             if ru0 != 0.0:
-                                                rf = np.exp(ls[(1 + rv2 - rv0)] + ls[(1 + rv1 - (1 + rv2))] - ls[hl])
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
-                                                        ru1 = chart[b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2]
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                                         term = rw0 * rw1 * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
@@ -1191,18 +1194,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 top += 1
         elif kind == 6:  # sentence
             hl = (n + 2)
-            u = np.random.random() * chart[b6] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b6)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
                     for rv0 in range(0, (-1 + n) + 1):
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rw0 = read(params, meta, T_0, 0, token_0)
-                            ru0 = chart[b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1]
-                            ru1 = chart[b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1]
-                            rf = np.exp(ls[(1 + rv0 - 0)] + ls[(1 + (-1 + n) - rv0)] - ls[hl])
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read_hoisted(rt2, 0, token_0)
+                            ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                            ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                            rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[hl])
                             term = rw0 * ru0 * ru1 * rf
                             if _better(sampling, term, best, u):
                                 best = term
@@ -1310,7 +1313,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
             rv2 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1321,7 +1324,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv1 = parts[q, 1]
             rv0 = parts[q, 2]
             rv2 = parts[q, 3]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1333,8 +1336,8 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv1]
-            token_0_1 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv1)]
+            token_0_1 = tokens_0[np.uint64(first + rv0)]
             cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 1
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1356,8 +1359,8 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv2 = parts[q, 2]
             rv1 = parts[q, 3]
             rv3 = parts[q, 4]
-            token_0 = tokens_0[first + rv0]
-            token_0_1 = tokens_0[first + rv1]
+            token_0 = tokens_0[np.uint64(first + rv0)]
+            token_0_1 = tokens_0[np.uint64(first + rv1)]
             cell = ro1 + (token_0) * rr1 + (token_0_1) * size_1 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -1376,7 +1379,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
             rv1 = parts[q, 3]
         elif parts[q, 0] == 6:
             rv0 = parts[q, 1]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro2 + (token_0) * rr2 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:

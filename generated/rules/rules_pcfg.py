@@ -110,6 +110,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     rd1 = int(derived[0])
     rd2 = int(derived[1])
 
+    rt0 = table_reader(params, meta, T_1)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -122,13 +123,13 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
-                for rv3 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                    rs = (ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - 0.0)
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                     ref = max(ref, rs)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
-                    rs = (ls[(1 + n - 0)] - 0.0)
+                    rs = (ls[np.uint64((1 + n - 0))] - 0.0)
                     ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -138,35 +139,35 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if (1 + rv0) - rv0 == lev - 1:
                 if 0 <= (1 + rv0) <= n:
                     if 0 <= rv0 < n:
-                        token_0 = tokens_0[first + rv0]
+                        token_0 = tokens_0[np.uint64(first + rv0)]
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw0 = read(params, meta, T_1, rv1, token_0)
-                            chart[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2], rw0 * rf)
+                            rw0 = read_hoisted(rt0, rv1, token_0)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rw0 * rf)
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
-                for rv2 in range(0, (-1 + ra0) + 1):
-                    for rv3 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                        rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ref)
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                    for rv3 in range(0, (-1 + ra0) + 1):
                         for rv4 in range(0, (-1 + ra0) + 1):
-                            ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2]
+                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
                             if ru0 != 0.0:
                                 acc = 0.0
                                 for rv5 in range(0, (-1 + ra0) + 1):
-                                    rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
-                                    ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
+                                    rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                    ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
                                     acc = plus(semiring, acc, rw0 * ru1)
-                                chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2], acc * ru0 * rf)
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], acc * ru0 * rf)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
-                    rf = np.exp(ls[(1 + n - 0)] - ref)
+                    rf = np.exp(ls[np.uint64((1 + n - 0))] - ref)
                     acc = 0.0
                     for rv0 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (rv0) * rr2 + 0]
-                        ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
+                        rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
+                        ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
                         acc = plus(semiring, acc, rw0 * ru0)
-                    chart[b1] = plus(semiring, chart[b1], acc * rf)
+                    chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1
@@ -192,7 +193,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             ls[lev] = -np.inf
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b1])
+    total = plus(semiring, total, chart[np.uint64(b1)])
     glev = (n + 2)
     if not total > 0.0:
         return -np.inf
@@ -235,64 +236,55 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt0 = table_reader(params, meta, T_1)
     rpw = 0
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
-    out[b1] = np.exp(ls[(n + 2)] - log_z)
+    rsc1 = np.zeros(rr1 * meta[T_0 + TABLE_OUTCOMES])
+    rsc2 = np.zeros(rr2 * meta[T_2 + TABLE_OUTCOMES])
+    out[np.uint64(b1)] = np.exp(ls[(n + 2)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
-                    rf = np.exp(ls[(1 + n - 0)] - ls[lev])
-                    roh = out[b1]
+                    rf = np.exp(ls[np.uint64((1 + n - 0))] - ls[lev])
+                    roh = out[np.uint64(b1)]
                     if roh != 0.0:
                         for rv0 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[rd2 + (rv0) * rr2 + 0]
-                            ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
+                            rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
+                            ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
                             mu = (roh * rf) * rw0 * ru0
-                            if counting:
-                                cell = ro2 + (rv0) * rr2 + 0
-                                dense[cell] += mu * weight
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
-                            out[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2] += (roh * rf) * rw0
+                            rsc2[np.uint64((rv0) * rr2 + 0)] += mu
+                            out[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)] += (roh * rf) * rw0
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
-                for rv2 in range(0, (-1 + ra0) + 1):
-                    roh = out[b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2]
-                    if roh != 0.0:
-                        for rv3 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                            rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[lev])
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                    for rv3 in range(0, (-1 + ra0) + 1):
+                        roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                        if roh != 0.0:
                             for rv4 in range(0, (-1 + ra0) + 1):
-                                ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2]
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
                                 if ru0 != 0.0:
                                     for rv5 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
-                                        ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
+                                        rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                        ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
                                         mu = (roh * ru0 * rf) * rw0 * ru1
-                                        if counting:
-                                            cell = ro1 + ((rv4) * size_0 + rv5) * rr1 + rv2
-                                            dense[cell] += mu * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                        out[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2] += (roh * rf) * rw0 * ru1
-                                        out[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2] += (roh * ru0 * rf) * rw0
+                                        rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += mu
+                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += (roh * rf) * rw0 * ru1
+                                        out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += (roh * ru0 * rf) * rw0
         rf = np.exp(0.0 - ls[lev])
         for rv0 in range(0, n + 1):
             if (1 + rv0) - rv0 == lev - 1:
                 if 0 <= (1 + rv0) <= n:
                     if 0 <= rv0 < n:
-                        token_0 = tokens_0[first + rv0]
+                        token_0 = tokens_0[np.uint64(first + rv0)]
                         for rv1 in range(0, (-1 + ra0) + 1):
-                            rw0 = read(params, meta, T_1, rv1, token_0)
-                            roh = out[b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2]
+                            rw0 = read_hoisted(rt0, rv1, token_0)
+                            roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)]
                             if roh != 0.0:
                                 mu = (roh * rf) * rw0
                                 if counting:
@@ -302,6 +294,24 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
+    if counting:
+        for rsq in range(rsc1.shape[0]):
+            if rsc1[rsq] != 0.0:
+                cell = ro1 + rsq
+                dense[cell] += rsc1[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+    if counting:
+        for rsq in range(rsc2.shape[0]):
+            if rsc2[rsq] != 0.0:
+                cell = ro2 + rsq
+                dense[cell] += rsc2[rsq] * weight
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -342,11 +352,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     semiring = SUM
     total = 0.0
     glev = 0
-    total = plus(semiring, total, chart[b1])
+    total = plus(semiring, total, chart[np.uint64(b1)])
     glev = (n + 2)
+    rt0 = table_reader(params, meta, T_1)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
-    term = chart[b1]
+    term = chart[np.uint64(b1)]
     if _better(sampling, term, best, u):
         best = term
         u -= term if sampling else 0.0
@@ -365,7 +376,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             rh1 = stack[top, 2]
             rh2 = stack[top, 3]
             hl = (1 + rh1 - rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0 + (rh1 - lo0_1) * s0_1 + (rh2 - lo0_2) * s0_2)] if sampling else 0.0
             best = -1.0
             chosen = -1
             rv0 = rh0
@@ -374,8 +385,8 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 if 0 <= rv1 <= (-1 + ra0):
                     if 0 <= (1 + rv0) <= n:
                         if 0 <= rv0 < n:
-                            token_0 = tokens_0[first + rv0]
-                            rw0 = read(params, meta, T_1, rv1, token_0)
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read_hoisted(rt0, rv1, token_0)
                             rf = np.exp(0.0 - ls[hl])
                             if (1 + rv0) == rh1:
                                 term = rw0 * rf
@@ -389,18 +400,18 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     u -= term
             rv0 = rh0
             rv1 = rh1
-            rv2 = rh2
+            rv3 = rh2
             if 0 <= rv0 <= n:
                 if 0 <= rv1 <= n:
-                    if 0 <= rv2 <= (-1 + ra0):
-                        for rv3 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                            rf = np.exp(ls[(1 + rv3 - rv0)] + ls[(1 + rv1 - rv3)] - ls[hl])
+                    if 0 <= rv3 <= (-1 + ra0):
+                        for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                             for rv4 in range(0, (-1 + ra0) + 1):
-                                ru0 = chart[b0 + (rv0 - lo0_0) * s0_0 + (rv3 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2]
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
                                 if ru0 != 0.0:
                                     for rv5 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[rd1 + ((rv4) * size_0 + rv5) * rr1 + rv2]
-                                        ru1 = chart[b0 + (rv3 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2]
+                                        rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                        ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
                                         term = rw0 * ru0 * ru1 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
@@ -436,9 +447,9 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     return -1
                 parts[count, 0] = 1
                 parts[count, 1] = rv0
-                parts[count, 2] = rv3
+                parts[count, 2] = rv2
                 parts[count, 3] = rv1
-                parts[count, 4] = rv2
+                parts[count, 4] = rv3
                 parts[count, 5] = rv4
                 parts[count, 6] = rv5
                 count += 1
@@ -446,27 +457,27 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                     return -1
                 stack[top, 0] = 0
                 stack[top, 1] = rv0
-                stack[top, 2] = rv3
+                stack[top, 2] = rv2
                 stack[top, 3] = rv4
                 top += 1
                 if top >= stack.shape[0]:
                     return -1
                 stack[top, 0] = 0
-                stack[top, 1] = rv3
+                stack[top, 1] = rv2
                 stack[top, 2] = rv1
                 stack[top, 3] = rv5
                 top += 1
         elif kind == 1:  # whole
             hl = (n + 2)
-            u = np.random.random() * chart[b1] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b1)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
-                    rf = np.exp(ls[(1 + n - 0)] - ls[hl])
+                    rf = np.exp(ls[np.uint64((1 + n - 0))] - ls[hl])
                     for rv0 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[rd2 + (rv0) * rr2 + 0]
-                        ru0 = chart[b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2]
+                        rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
+                        ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
                         term = rw0 * ru0 * rf
                         if _better(sampling, term, best, u):
                             best = term
@@ -533,7 +544,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
         if parts[q, 0] == 0:
             rv0 = parts[q, 1]
             rv1 = parts[q, 2]
-            token_0 = tokens_0[first + rv0]
+            token_0 = tokens_0[np.uint64(first + rv0)]
             cell = ro0 + (token_0) * rr0 + rv1
             dense[cell] += value
             if tracked and mark[cell] == 0:
@@ -542,12 +553,12 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
                 touched[listed] = cell
         elif parts[q, 0] == 1:
             rv0 = parts[q, 1]
-            rv3 = parts[q, 2]
+            rv2 = parts[q, 2]
             rv1 = parts[q, 3]
-            rv2 = parts[q, 4]
+            rv3 = parts[q, 4]
             rv4 = parts[q, 5]
             rv5 = parts[q, 6]
-            cell = ro1 + ((rv4) * size_0 + rv5) * rr1 + rv2
+            cell = ro1 + ((rv4) * size_0 + rv5) * rr1 + rv3
             dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1

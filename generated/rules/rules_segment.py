@@ -92,6 +92,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     rr1 = meta[T_1 + TABLE_ROWS]
     rd1 = int(derived[0])
 
+    rt0 = table_reader(params, meta, T_0)
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
@@ -104,7 +105,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
-                        rs = (ls[(1 + rv1)] - 0.0)
+                        rs = (ls[np.uint64((1 + rv1))] - 0.0)
                         ref = max(ref, rs)
         if ref == -np.inf:
             continue
@@ -112,19 +113,19 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 rf = np.exp(0.0 - ref)
-                chart[b0 + (0 - lo0_0) * s0_0] = plus(semiring, chart[b0 + (0 - lo0_0) * s0_0], rf)
+                chart[np.uint64(b0 + (0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0)], rf)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             acc = 0.0
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
-                        rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                        rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
-                        ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
-                        rf = np.exp(ls[(1 + rv1)] - ref)
+                        rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
+                        rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                        ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
+                        rf = np.exp(ls[np.uint64((1 + rv1))] - ref)
                         acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
-            chart[b0 + (rv0 - lo0_0) * s0_0] = plus(semiring, chart[b0 + (rv0 - lo0_0) * s0_0], acc * 1.0)
+            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)], acc * 1.0)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -141,7 +142,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     total = 0.0
     glev = 0
     if 0 <= n <= n:
-        total = plus(semiring, total, chart[b0 + (n - lo0_0) * s0_0])
+        total = plus(semiring, total, chart[np.uint64(b0 + (n - lo0_0) * s0_0)])
         glev = (1 + n)
     if not total > 0.0:
         return -np.inf
@@ -174,34 +175,35 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     dense, mark, touched = counts
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
+    rt0 = table_reader(params, meta, T_0)
     rpw = 0
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     if 0 <= n <= n:
-        out[b0 + (n - lo0_0) * s0_0] = np.exp(ls[(1 + n)] - log_z)
+        out[np.uint64(b0 + (n - lo0_0) * s0_0)] = np.exp(ls[(1 + n)] - log_z)
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
-            roh = out[b0 + (rv0 - lo0_0) * s0_0]
+            roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0)]
             if roh != 0.0:
                 for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                     if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                         if 1 <= (rv0 - rv1) <= ra0:
-                            rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
-                            ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
-                            rf = np.exp(ls[(1 + rv1)] - ls[lev])
+                            rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
+                            rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                            ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1))] - ls[lev])
                             mu = roh * rw0 * rw1 * ru0 * rf
                             if counting:
-                                cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
+                                cell = ro0 + (rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
                                 dense[cell] += mu * weight
                                 if tracked and mark[cell] == 0:
                                     mark[cell] = 1
                                     listed += 1
                                     touched[listed] = cell
-                            out[b0 + (rv1 - lo0_0) * s0_0] += roh * rw0 * rw1 * rf
+                            out[np.uint64(b0 + (rv1 - lo0_0) * s0_0)] += roh * rw0 * rw1 * rf
     if tracked:
         touched[0] = listed
 
@@ -233,12 +235,13 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     total = 0.0
     glev = 0
     if 0 <= n <= n:
-        total = plus(semiring, total, chart[b0 + (n - lo0_0) * s0_0])
+        total = plus(semiring, total, chart[np.uint64(b0 + (n - lo0_0) * s0_0)])
         glev = (1 + n)
+    rt0 = table_reader(params, meta, T_0)
     best = -1.0
     u = np.random.random() * total if sampling else 0.0
     if 0 <= n <= n:
-        term = chart[b0 + (n - lo0_0) * s0_0]
+        term = chart[np.uint64(b0 + (n - lo0_0) * s0_0)]
         if _better(sampling, term, best, u):
             best = term
             u -= term if sampling else 0.0
@@ -256,7 +259,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
         if kind == 0:  # end
             rh0 = stack[top, 1]
             hl = (1 + rh0)
-            u = np.random.random() * chart[b0 + (rh0 - lo0_0) * s0_0] if sampling else 0.0
+            u = np.random.random() * chart[np.uint64(b0 + (rh0 - lo0_0) * s0_0)] if sampling else 0.0
             best = -1.0
             chosen = -1
             if 0 == rh0:
@@ -274,10 +277,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                 for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                     if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                         if 1 <= (rv0 - rv1) <= ra0:
-                            rw0 = read(params, meta, T_0, 0, rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1])
-                            rw1 = derived[rd1 + ((rv0 - rv1)) * rr1 + 0]
-                            ru0 = chart[b0 + (rv1 - lo0_0) * s0_0]
-                            rf = np.exp(ls[(1 + rv1)] - ls[hl])
+                            rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
+                            rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                            ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
+                            rf = np.exp(ls[np.uint64((1 + rv1))] - ls[hl])
                             term = rw0 * rw1 * ru0 * rf
                             if _better(sampling, term, best, u):
                                 best = term
@@ -337,7 +340,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
         if parts[q, 0] == 0:
             rv1 = parts[q, 1]
             rv0 = parts[q, 2]
-            cell = ro0 + (rspans[(first + rv1) * rspan_max + rv0 - rv1 - 1]) * rr0 + 0
+            cell = ro0 + (rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
             dense[cell] += value
             if tracked and mark[cell] == 0:
                 mark[cell] = 1

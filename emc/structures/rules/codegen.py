@@ -13,7 +13,7 @@ import re
 
 from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
-from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, layout_code, level_code, needs_of,
+from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, index, layout_code, level_code, needs_of,
                                        product, render_nest)
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
@@ -54,14 +54,14 @@ def attribute_expr(binding: Binding, attr: ResolvedAttr, slot: str) -> str:
     where = next(a for a in rule.where if a.name == name)
     if where.kind == "span":
         start, end = names.lin(where.index, rule), names.lin(where.end, rule)
-        return f"rspans[(first + {start}) * rspan_max + {end} - {start} - 1]"
+        return f"rspans[{index(f'(first + {start}) * rspan_max + {end} - {start} - 1')}]"
     return names.lin(where.index, rule)
 
 
 def token_expr(binding: Binding, attr: ResolvedAttr, slot: str, array: str) -> str:
     rule, name = _attribute(binding, attr, slot)
     where = next(a for a in rule.where if a.name == name)
-    return f"{array}[first + {_names(binding).lin(where.index, rule)}]"
+    return f"{array}[{index(f'first + {_names(binding).lin(where.index, rule)}')}]"
 
 
 # --- the passes --------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     program = _program(binding)
     tables = list(dict.fromkeys(read.table for reads in context["slots"].values() for read in reads))
     names = _names(binding, tables)
-    names.small = _small_tables(model, context, tables)
+    names.small, names.bounded_rows = _small_tables(model, context, tables)
     arg_const = {label.split(":", 1)[1]: const for const, _index, label in context["meta"] if label.startswith("arg:")}
     prologue = [f"{local} = meta[{arg_const[name]}]" for name, local in names.args.items()]
     if span_attributes(program):
@@ -84,12 +84,16 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     table_locals = [line for q, table in enumerate(tables)
                     for line in (f"ro{q} = meta[{table} + TABLE_OFFSET]", f"rr{q} = meta[{table} + TABLE_ROWS]")]
     table_locals += [f"rd{tables.index(table)} = int(derived[{q}])" for q, table in enumerate(names.small)]
+    # the readers of tables with few rows, in the passes that read weights (_part_counts does not)
+    readers = [f"rt{tables.index(table)} = table_reader(params, meta, {table})" for table in names.bounded_rows]
+    readback = _readback(names, reads, tokens)
+    readback["goal"] = readers + readback["goal"]
     return {
         "rule_prologue": prologue,
-        "rule_inside": _inside(names, reads, tokens),
+        "rule_inside": readers + _inside(names, reads, tokens),
         "rule_goal": _goal(names),
-        "rule_outside": _outside(names, reads, tokens),
-        "rule_readback": _readback(names, reads, tokens),
+        "rule_outside": readers + _outside(names, reads, tokens),
+        "rule_readback": readback,
         "rule_part_counts": _part_counts(names, reads, tokens),
         "rule_width": arity_bound(program),
         "rule_parts_per_level": parts_per_level(program),
@@ -101,18 +105,23 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     }
 
 
-def _small_tables(model: CheckedModel, context: dict, tables: list[str]) -> list[str]:
+def _small_tables(model: CheckedModel, context: dict, tables: list[str]) -> tuple[list[str], list[str]]:
     """The tables all of whose axes are bounded by the structure's arguments (a transition matrix,
     a grammar's rules, a length distribution): prepare() writes their weights out once per E-step
     call. A table with a vocabulary axis (a state's words) may be large, and stepwise EM prepares
-    once per mini-batch: it is read lazily."""
+    once per mini-batch: it is read lazily; the second list holds those whose rows the arguments
+    bound (an emission's states), read through a table_reader."""
     const = {label.split(":", 1)[1]: c for c, _index, label in context["meta"] if label.startswith("table:")}
-    small = []
+    small, bounded_rows = [], []
     for factor in model.tables():
-        spaces = factor.context_spaces + factor.outcome_spaces
-        if const.get(factor.table) in tables and all(s.startswith("rules:upto:") for s in spaces):
+        if const.get(factor.table) not in tables:
+            continue
+        bounded = [s.startswith("rules:upto:") for s in factor.context_spaces]
+        if all(bounded) and all(s.startswith("rules:upto:") for s in factor.outcome_spaces):
             small.append(const[factor.table])
-    return small
+        elif all(bounded):
+            bounded_rows.append(const[factor.table])
+    return small, bounded_rows
 
 
 def _level_binding(names: Names, rule: Rule) -> tuple[dict[str, str], list[Step]]:
@@ -261,6 +270,8 @@ def _goal(names: Names) -> list[str]:
 def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
     program = names.program
     lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0", "counting = dense.shape[0] > 0"]
+    local_counts = _local_count_tables(names, reads)
+    lines += [f"rsc{q} = np.zeros(rr{q} * meta[{names.tables[q]} + TABLE_OUTCOMES])" for q in local_counts]
     for rule in program.goals:
         nest = build_nest(names, rule, [], [], {}, "0.0")
         nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
@@ -275,8 +286,7 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         # a factor's count sums the marginals of the firings that share its entry, in a local,
         # over the loops deeper than the factor's read (an emission's over the previous states)
         learned = [(q, read) for q, read in enumerate(rule_reads) if read.learned]
-        sums = [Sum(f"rm{q}", _read_needs(nest, q), _count_lines(_cell(names, read), f"rm{q} * weight"))
-                for q, read in learned]
+        sums = [Sum(f"rm{q}", _read_needs(nest, q), _outside_count(names, read, f"rm{q}")) for q, read in learned]
 
         # what the part labels (a token's or a span's label, a dependent's head) sums its
         # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
@@ -287,7 +297,7 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting) -> list[str]:
             lines = [f"mu = {ordered_product(nest, nest.product, 'roh')}"]
             for q, read in learned:
-                lines += [f"rm{q} += mu"] if f"rm{q}" in hoisted else _count_lines(_cell(names, read), "mu * weight")
+                lines += [f"rm{q} += mu"] if f"rm{q}" in hoisted else _outside_count(names, read, "mu")
             if posting is not None:
                 lines += ["rp += mu"] if "rp" in hoisted else ["if posting:", "    rp = mu"] + [
                     "    " + line for line in posting[1]]
@@ -297,7 +307,28 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
             return lines
 
         lines += render_nest(nest, inner, 4, sums=sums)
+    for q in local_counts:
+        lines += ["if counting:", f"    for rsq in range(rsc{q}.shape[0]):", f"        if rsc{q}[rsq] != 0.0:"]
+        lines += ["            " + line for line in _count_lines(f"ro{q} + rsq", f"rsc{q}[rsq] * weight", guarded=False)]
     return lines
+
+
+def _local_count_tables(names: Names, reads: dict) -> list[int]:
+    """The small tables (written out by prepare) whose counts the outside pass sums in a local
+    array (rsc<q>, laid out as the table) and adds to the counts once per example: a store to the
+    shared counts, with its check for being listed, per firing kept the innermost loop from
+    vectorising (a transition's count is one entry of a K x K table per pair of states)."""
+    learned = {read.table for slot in reads.values() for read in slot if read.learned}
+    return [names.tables.index(t) for t in names.small if t in learned]
+
+
+def _outside_count(names: Names, read, value: str) -> list[str]:
+    """A factor's count `value` (a marginal, not yet weighted): into the local array of a small
+    table, else into the counts."""
+    q = names.tables.index(read.table)
+    if read.table in names.small:
+        return [f"rsc{q}[{index(f'({read.outcome}) * rr{q} + {read.row}')}] += {value}"]
+    return _count_lines(_cell(names, read), f"{value} * weight")
 
 
 def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:

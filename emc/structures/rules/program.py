@@ -249,6 +249,11 @@ def _check_rule(decl: ir.RuleDecl, items: dict[str, Item], defaults: dict[str, i
 
 
 def _loop_order(bounds: dict[str, tuple[list[ir.Lin], list[ir.Lin]]], constants: set[str]) -> list[str] | None:
+    """Each variable after those its bounds mention; positions (variables whose range grows with
+    n) before the others where that allows, so what depends on positions alone (the levels'
+    scale factor, a token) is computed outside the loops over states and labels (a CKY rule's
+    split point outside its labels: one exp per split, not one per split and label)."""
+    positional = _positional(bounds)
     order: list[str] = []
     left = list(bounds)
     while left:
@@ -256,9 +261,23 @@ def _loop_order(bounds: dict[str, tuple[list[ir.Lin], list[ir.Lin]]], constants:
                                         for end in bounds[v][0] + bounds[v][1] for name in end.names)]
         if not ready:
             return None
-        order.append(ready[0])
-        left.remove(ready[0])
+        chosen = next((v for v in ready if v in positional), ready[0])
+        order.append(chosen)
+        left.remove(chosen)
     return order
+
+
+def _positional(bounds: dict[str, tuple[list[ir.Lin], list[ir.Lin]]]) -> set[str]:
+    """The variables whose ranges mention n, or a variable that does."""
+    positional: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for var, (lo, hi) in bounds.items():
+            if var not in positional and any(name == N or name in positional for end in lo + hi for name in end.names):
+                positional.add(var)
+                changed = True
+    return positional
 
 
 # --- grounding -------------------------------------------------------------------------------
