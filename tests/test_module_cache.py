@@ -3,7 +3,10 @@ another structure (emc/structures/rules/, the DMV's DP) keeps a cached HMM and i
 edit to the chain's DP or the ABI gives it a new name (so numba never serves stale machine code)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import ROOT
+from emc.codegen import render
 from emc.runtime import compiled
 from emc.runtime.problem import Model
 
@@ -43,3 +46,11 @@ def test_specs_that_differ_only_in_names_share_one_module():
     assert name == compiled.module_source(Model.from_text(hmm, "hmm.em").checked)[0]
     assert model.code_layout.arrays[-1] == "tokens:words"
     compile(source, name, "exec")
+
+
+def test_the_templates_bytecode_is_kept_in_the_cache():
+    """A warm start renders the module's source (its name hashes it) without compiling the
+    templates again: jinja keeps their bytecode in emc's cache folder."""
+    hmm_source()
+    cache = render._environment().bytecode_cache  # made on the process's first render
+    assert cache is not None and list(Path(cache.directory).glob("__jinja2_*.cache"))
