@@ -251,3 +251,28 @@ def test_universal_rules_guide_the_dmv_on_ud_english(tmp_path, shared_data):
     rules = bench.score("dmv_rules.em", data, {"format": "conllu"}, settings)
     assert rules["directed"] > plain["directed"] + 0.1, (plain, rules)
     assert rules["share"] >= 0.75 - 1e-3
+
+
+def test_the_duals_ride_in_the_checkpoint_so_a_resumed_fit_is_exact(tmp_path):
+    from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
+    from emc.runtime.fit import run_steps
+
+    # a bound the rules cannot meet keeps lambda > 0 from iteration to iteration
+    problem = problem_from_lines(tmp_path, constrained(">= 0.5", "N A\nV N\n"), SENTENCES)
+    settings = FitSettings(tolerance=0, eval_every=0, threads=1, constraint_esteps=3)
+
+    def steps(state, n):
+        current = FitSettings(**{**settings.__dict__, "iterations": n})
+        variant = make_variant("batch", problem, LocalExecutor(problem, threads=1), current)
+        if state is None:
+            state = FitState(params=random_params(problem, np.random.default_rng(5)), rng=np.random.default_rng(5))
+        return state, run_steps(variant, state, current, problem.n_examples)
+
+    whole = steps(None, 4)[1]
+    half, _ = steps(None, 2)
+    save_checkpoint(tmp_path, half, {})
+    resumed = steps(load_checkpoint(tmp_path)[1], 4)[1]
+    assert np.array_equal(whole.params.theta, resumed.params.theta)
+    cold = load_checkpoint(tmp_path)[1]
+    assert cold.extra.pop("constraint_duals")[0] > 0  # without them the warm start is lost, and the fit differs
+    assert not np.array_equal(whole.params.theta, steps(cold, 4)[1].params.theta)

@@ -168,6 +168,8 @@ def render_context(model: CheckedModel, layout: CodeLayout) -> dict:
         "slots": slots,
         "factors": [(comment_text(f.name), f.kind, comment_text(f.signature), comment_text(f.slot))
                     for f in model.factors],
+        # per-example constraints (at most one; the checker allows them where the glue projects)
+        "example_constraints": [(comment_text(c.name), comment_text(c.signature)) for c in model.example_constraints],
     }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from emc.io.readers import Lines
+from emc.runtime.example_constraints import attach_saved
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.blocks.features import decoding_theta, growing_spaces
 from emc.runtime.state import check_log_z
@@ -78,6 +79,7 @@ def decode(saved: SavedRun, data: str | Lines | None, options: dict[str, Any], p
     problem, params = bind_saved(saved, data, options)
     corpus = problem.corpus
     executor = LocalExecutor(problem)
+    attach_saved(executor, problem, saved)  # a spec's per-example constraint projects decoding too
     examples = np.arange(len(corpus))
     checked = saved.model.checked
     metrics: dict[str, float] = {}

@@ -43,6 +43,8 @@ class LocalExecutor:
         self.problem = problem
         self.threads = threads or numba.get_num_threads()
         self.lengths = problem.corpus.lengths()
+        # a spec's per-example constraint, projected in each E-step when set (emc/runtime/example_constraints.py)
+        self.example_projection = None
 
     def warm_up(self, params: ParamState) -> float:
         """Compile (or load from numba's cache) the model's E-step, and its decoder when the data
@@ -56,7 +58,9 @@ class LocalExecutor:
         return time.perf_counter() - t0
 
     def prepare(self, params: ParamState) -> np.ndarray:
-        return self.problem.model.module.prepare(self.problem.meta, params.abi())
+        """prepare's numbers, and the per-example projection's after them when it is set."""
+        prepared = self.problem.model.module.prepare(self.problem.meta, params.abi())
+        return prepared if self.example_projection is None else self.example_projection.derived(prepared)
 
     # The online variants' passes (emc/runtime/online.py), fused E-step and update, over this
     # process's data: offered here so that the variants never reach into the generated module.
@@ -93,7 +97,8 @@ class LocalExecutor:
         numba.set_num_threads(self.threads)
         module = p.model.module
         weights = np.ascontiguousarray(weights, np.float64)
-        common = (p.ints, p.array_bounds, p.meta, params.abi(), self.prepare(params))
+        derived = self.prepare(params)
+        common = (p.ints, p.array_bounds, p.meta, params.abi(), derived)
         one_by_one = np.arange(len(examples))  # the positions estep_example takes
         # the batched E-step serves posteriors only: samples are seeded per example by batch_estep
         if semiring == SUM and hasattr(module, "estep_batch"):
@@ -108,6 +113,8 @@ class LocalExecutor:
                                 counts[:len(chunks) - 1], chosen_log_z)
             log_z[one_by_one] = chosen_log_z
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
+        if self.example_projection is not None and semiring == SUM:
+            self.example_projection.collect(derived, examples, weights)
         return EStepResult(total, log_z)
 
     def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -148,6 +155,9 @@ class LocalExecutor:
         out = np.zeros(offsets[-1])
         scores = np.empty(len(examples))
         numba.set_num_threads(self.threads)
+        derived = self.prepare(params)
         kernels.batch_posterior(p.model.module.posterior_example, examples, offsets, p.ints, p.array_bounds, p.meta,
-                        params.abi(), self.prepare(params), out, scores)
+                        params.abi(), derived, out, scores)
+        if self.example_projection is not None:  # agreement training's E-step reads posteriors
+            self.example_projection.collect(derived, examples, np.ones(len(examples)))
         return [out[a:b] for a, b in zip(offsets[:-1], offsets[1:])], scores

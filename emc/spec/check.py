@@ -21,7 +21,7 @@ from emc.spec.checks.blocks import BlockChecks
 from emc.spec.checks.constraints import ConstraintChecks
 from emc.spec.checks.header import HeaderChecks
 from emc.spec.errors import EmcError, one_of
-from emc.spec.model import CheckedModel, Factor
+from emc.spec.model import CheckedModel, ExampleConstraint, Factor
 from emc.structures.registry import codegen_for
 
 
@@ -45,10 +45,12 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
         self._params()
         binding = self._latent(observed)
         factors: list[Factor] = []
+        example_constraints: list[ExampleConstraint] = []
         if binding is not None:
             attributes = binding.structure.attributes(binding)
             factors = self._blocks(binding, attributes) + self._weights(binding, attributes)
             factors += self._constraints(binding, attributes, {f.name for f in factors})
+            example_constraints = self._example_constraints(binding, attributes, {f.name for f in factors})
             if not any(f.kind == "learned" for f in factors) and not self.sink.diagnostics:
                 pos = spec.latents[0].pos
                 self.error(pos, "the model has no learned block, so EM has nothing to estimate",
@@ -59,4 +61,4 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
         return CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
-                            self.params, self.base_dir)
+                            self.params, self.base_dir, example_constraints)

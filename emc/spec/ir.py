@@ -194,6 +194,21 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class ExampleConstraint:
+    """`constraint NAME : E[count per a.source] <= BOUND`: in every example, at every position of
+    the attribute's tokens, the expected number of parts there is at most (`<=`) or at least
+    (`>=`) BOUND; each example's posterior is projected on its own (emc/runtime/example_constraints.py)."""
+
+    name: str
+    attr: AttrRef
+    op: str  # ">=" | "<="
+    bound: float
+    pos: Pos
+    name_pos: Pos
+    bound_pos: Pos
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     value: float
@@ -220,6 +235,7 @@ class Spec:
     weights: list[Weight] = field(default_factory=list)
     params: list[Param] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
+    example_constraints: list[ExampleConstraint] = field(default_factory=list)
     structures: list["StructureDecl"] = field(default_factory=list)
 
     @property

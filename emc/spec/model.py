@@ -98,6 +98,27 @@ class Factor:
         return f"P({out} | {', '.join(a.text for a in self.context)})" if self.context else f"P({out})"
 
 
+@dataclass(frozen=True)
+class ExampleConstraint:
+    """A checked per-example constraint (`constraint NAME : E[count per a.source] <= 1`): in every
+    example, at every position of `attr`'s tokens, the expected number of parts there `op` `bound`."""
+
+    name: str
+    attr: ResolvedAttr
+    op: str  # "<=" | ">="
+    bound: float
+    pos: ir.Pos
+
+    @property
+    def sign(self) -> float:
+        """psi = sign * (count - bound) <= 0 is the constraint."""
+        return 1.0 if self.op == "<=" else -1.0
+
+    @property
+    def signature(self) -> str:
+        return f"E[count per {self.attr.text}] {self.op} {self.bound:g}"
+
+
 @dataclass
 class CheckedModel:
     """A spec that passed every check, with everything resolved for the code generator."""
@@ -112,6 +133,8 @@ class CheckedModel:
     codegen: ModuleType
     params: dict[str, float] = field(default_factory=dict)
     base_dir: str = ""  # where the files the spec names were found (relative paths start there)
+    # per-example constraints on the posterior (emc/runtime/example_constraints.py)
+    example_constraints: list[ExampleConstraint] = field(default_factory=list)
 
     @property
     def name(self) -> str:

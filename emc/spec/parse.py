@@ -182,6 +182,10 @@ class _ToIR(Transformer):
         return ir.Constraint(str(name), attrs, str(path)[1:-1], str(op), bound.value, _pos(meta), _tok_pos(name),
                              _tok_pos(path), bound.pos)
 
+    def example_constraint_decl(self, meta, children):
+        name, attr, op, bound = children
+        return ir.ExampleConstraint(str(name), attr.ref, str(op), bound.value, _pos(meta), _tok_pos(name), bound.pos)
+
 
     # structures written as rules ---------------------------------------------------------------
     def ix_name(self, meta, children):
@@ -330,6 +334,8 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.params.append(stmt)
         elif isinstance(stmt, ir.Constraint):
             spec.constraints.append(stmt)
+        elif isinstance(stmt, ir.ExampleConstraint):
+            spec.example_constraints.append(stmt)
         elif isinstance(stmt, ir.StructureDecl):
             spec.structures.append(stmt)
         elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):

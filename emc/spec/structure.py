@@ -166,6 +166,9 @@ class Structure:
     package: Callable[[Binding], str] | None = None
     # up to this many more observed variables may follow, bound as roles x2, x3, ... (label(v, n, classes=K))
     extra_observed: int = 0
+    # the attributes (after the latent's name: "source") whose positions a per-example constraint
+    # (`E[count per a.source] <= 1`) may group the parts by: its glue compiles the projection
+    per_position: tuple[str, ...] = ()
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

@@ -23,6 +23,7 @@ from numba import njit, types
 
 from emc.codegen.abi import COUNTS, INTS, LAYOUT, META
 from emc.runtime.checkpoint import PARAM_FIELDS
+from emc.runtime.example_constraints import STATE_KEY, attach
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import run_steps
 from emc.runtime.state import FitResult, FitState, Interrupted, Objective, check_log_z, example_weights
@@ -194,6 +195,7 @@ class Agreement:
     def step(self, state: FitState) -> dict:
         forward, reverse = self.directions
         params = _both_params(state)
+        self._duals(state, resume=True)
         # computed already when the loop scored these parameters: that time is this step's too
         ahead = self._ahead if self._posteriors is not None and self._posteriors[0] is state.params else 0.0
         (post_f, log_z_f), (post_r, log_z_r) = self.posteriors(state)
@@ -207,7 +209,22 @@ class Agreement:
                                    featured_iterations=budget),
                           maximize(reverse.problem.layout, counts_r, params[1], self.settings.regularizers,
                                    featured_iterations=budget)])
-        return {"iteration": state.step + 1, "objective": objective, "seconds_ahead": ahead}
+        self._duals(state, resume=False)
+        projected = forward.executor.example_projection
+        return {"iteration": state.step + 1, "objective": objective, "seconds_ahead": ahead,
+                **(projected.last if projected is not None else {})}
+
+    def _duals(self, state: FitState, resume: bool) -> None:
+        """Each direction's per-example duals (a spec's per-example constraint) from the state, or into
+        it: a checkpoint holds them, so a resumed fit continues exactly."""
+        for d, prefix in zip(self.directions, ("", "reverse_")):
+            projection = d.executor.example_projection
+            if projection is not None:
+                extra = {k[len(prefix):]: v for k, v in state.extra.items() if k.startswith(prefix)}
+                if resume:
+                    projection.resume(extra)
+                else:
+                    state.extra[prefix + STATE_KEY] = projection.duals
 
     def final_objective(self, state: FitState) -> float:
         return self.objective(_both_params(state), [log_z for _, log_z in self.posteriors(state)])
@@ -251,7 +268,9 @@ def fit_jointly(job) -> int:
     directions = []
     for options in (job.options, reverse_options):
         problem, _ = job.bind(options)
-        directions.append(Direction(problem, job.executor(problem)))
+        direction = Direction(problem, job.executor(problem))
+        attach(direction.executor, problem, settings)  # each direction's posteriors projected per example
+        directions.append(direction)
     forward, reverse = directions
     if forward.problem.n_examples != reverse.problem.n_examples:
         raise EmcError("the two directions kept different sentence pairs")

@@ -22,6 +22,7 @@ import numpy as np
 from emc.eval.alignment import alignment_scores
 from emc.io.bitext import pharaoh, swap_links
 from emc.runtime.decode import bind_saved, in_input_order
+from emc.runtime.example_constraints import attach_saved
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.state import check_log_z
 from emc.runtime.model_dir import SavedRun, load_run
@@ -73,6 +74,7 @@ class _Direction:
         self.problem, self.params = bind_saved(saved, path, options)
         self.reverse = bool(saved.info["options"].get("reverse"))
         self.executor = LocalExecutor(self.problem)
+        attach_saved(self.executor, self.problem, saved)  # posteriors projected as the fit projected them
         self.examples = np.arange(self.problem.n_examples)
 
     def viterbi(self) -> list[set[tuple[int, int]]]:

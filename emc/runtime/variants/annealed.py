@@ -37,7 +37,7 @@ class Annealed(Variant):
     def step(self, state: FitState) -> dict:
         beta = state.extra["beta"]
         annealed = ParamState.plain(self.scored_weights(state, beta), self.problem.layout)
-        result, objective = self.full_estep(annealed)
+        result, objective = self.projected_estep(state, annealed)
         state.params = self.mstep(result.counts, state.params)
         record = {"iteration": state.step + 1, "objective": objective, "beta": beta, **self.constraint_record()}
         previous = state.extra["stage_objective"]

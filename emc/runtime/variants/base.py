@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from emc.runtime.constraints import Projection
+from emc.runtime.example_constraints import ExampleProjection, attach
 from emc.runtime.executor import EStepResult, LocalExecutor
 from emc.runtime.state import FitState, Objective, example_weights
 from emc.runtime.mstep import maximize
@@ -19,6 +20,7 @@ from emc.structures.semiring import SUM
 # examples take fewer slices, but never fewer than MIN_SLICES: a featured block's M-step runs at
 # slice ends, FEATURED_MSTEPS_PER_PASS (10) times a pass (emc/runtime/variants/online_state.py).
 SLICE_EXAMPLES = 1000
+CORPUS_DUALS = "constraint_duals"  # the corpus-level constraints' lambda in a fit's state.extra
 MIN_SLICES, MAX_SLICES = 10, 50
 
 
@@ -49,6 +51,7 @@ class Variant:
         if bad_choice is not None:
             raise EmcError(bad_choice)
         self.projection = self._projection(problem, settings)
+        self.example_projection = self._example_projection(problem, executor, settings)
         overridden = sorted(set(featured) & set(settings.regularizers))
         if overridden:
             raise EmcError(f"--smooth/--prior {overridden[0]}: a featured block is regularised by its l2(kappa) "
@@ -68,9 +71,37 @@ class Variant:
                            f"({', '.join(constrained)}): use batch, annealed, skewed or vb, or --constraints off")
         return Projection(problem, settings.constraint_esteps)
 
+    def _example_projection(self, problem: Problem, executor, settings: FitSettings) -> ExampleProjection | None:
+        """The executor set to project each example's posterior onto the spec's per-example
+        constraint, or None (none, or --constraints off)."""
+        constrained = [c.name for c in problem.model.checked.example_constraints]
+        if constrained and settings.constraints != "off" and not self.projects:
+            why = ("its passes run the E-step inside compiled code, without the duals" if self.name in ONLINE
+                   else "it does not use posteriors")
+            raise EmcError(f"--algorithm {self.name} cannot project onto the per-example constraint '{constrained[0]}' "
+                           f"({why}): use batch, annealed, skewed or vb, or --constraints off")
+        return attach(executor, problem, settings)
+
     def constraint_record(self) -> dict:
         """What the latest projection did, for the iteration's record (nothing without constraints)."""
-        return dict(self.projection.last) if self.projection is not None else {}
+        record = dict(self.projection.last) if self.projection is not None else {}
+        if self.example_projection is not None:
+            record.update(self.example_projection.last)
+        return record
+
+    def projected_estep(self, state: FitState, params: ParamState | None = None) -> tuple[EStepResult, float]:
+        """full_estep (of `params`, default the state's) with the projections' duals taken from the
+        state and left there, so a checkpoint holds them and a resumed fit continues exactly."""
+        if self.projection is not None and CORPUS_DUALS in state.extra:
+            self.projection.lam = np.array(state.extra[CORPUS_DUALS], np.float64)
+        if self.example_projection is not None:
+            self.example_projection.resume(state.extra)
+        result = self.full_estep(state.params if params is None else params)
+        if self.projection is not None:
+            state.extra[CORPUS_DUALS] = self.projection.lam
+        if self.example_projection is not None:
+            self.example_projection.keep(state.extra)
+        return result
 
     def start(self, state: FitState) -> None:
         pass

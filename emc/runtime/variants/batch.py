@@ -12,6 +12,6 @@ class Batch(Variant):
     paper = "Dempster, Laird & Rubin 1977"
 
     def step(self, state: FitState) -> dict:
-        result, objective = self.full_estep(state.params)
+        result, objective = self.projected_estep(state)
         state.params = self.mstep(result.counts, state.params)
         return {"iteration": state.step + 1, "objective": objective, **self.constraint_record()}

@@ -37,7 +37,7 @@ class VariationalBayes(Variant):
         state.extra["kl"] = 0.0  # the initial weights are not a Dirichlet posterior: no KL term yet
 
     def step(self, state: FitState) -> dict:
-        result, log_z = self.full_estep(state.params)
+        result, log_z = self.projected_estep(state)
         objective = log_z - state.extra["kl"]
         weights, kl = self.variational_weights(result.counts, state.extra["alpha"], state.params)
         state.params = weights

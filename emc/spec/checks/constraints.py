@@ -1,4 +1,5 @@
-"""Checks of corpus-level constraints (posterior regularization), compiled like fixed blocks."""
+"""Checks of constraints on the posterior (posterior regularization): corpus-level ones, compiled like
+fixed blocks, and per-example ones, which a structure's glue projects."""
 from __future__ import annotations
 
 import math
@@ -7,12 +8,14 @@ import os
 from emc.io.views import view_key
 from emc.spec import ir
 from emc.spec.checks.attributes import AttributeChecks
-from emc.spec.model import Bound, Factor
+from emc.spec.errors import one_of
+from emc.spec.model import Bound, ExampleConstraint, Factor
 from emc.spec.structure import Attribute, Binding
 
 
 class ConstraintChecks(AttributeChecks):
-    """`constraint NAME : E[attrs in "FILE"] >= b` (posterior regularization)."""
+    """`constraint NAME : E[attrs in "FILE"] >= b` and `constraint NAME : E[count per a.source] <= b`
+    (posterior regularization)."""
 
     def _constraints(self, binding: Binding, attributes: dict[str, Attribute], taken: set[str]) -> list[Factor]:
         """Each `constraint NAME : E[attrs in "FILE"] >= b` as a factor of kind "constraint": a table
@@ -47,3 +50,35 @@ class ConstraintChecks(AttributeChecks):
                                   outcome_spaces=spaces, context_spaces=(), pos=c.pos,
                                   bound=Bound(path, c.op, c.bound, c.path)))
         return factors
+
+    def _example_constraints(self, binding: Binding, attributes: dict[str, Attribute],
+                             taken: set[str]) -> list[ExampleConstraint]:
+        """Each `constraint NAME : E[count per a.source] <= b`: an attribute whose positions the
+        structure's glue can group parts by (Structure.per_position), a bound of 0 or more; one
+        per spec (the glue compiles one projection)."""
+        out = []
+        allowed = [f"{binding.latent}.{name}" for name in binding.structure.per_position]
+        for c in self.spec.example_constraints:
+            if c.name in taken or c.name in (binding.latent, *binding.observed.values()):
+                self.error(c.name_pos, f"the name '{c.name}' is already used", "give the constraint a name of its own")
+                continue
+            taken.add(c.name)
+            if not (math.isfinite(c.bound) and c.bound >= 0.0):
+                self.error(c.bound_pos, f"the bound {c.bound:g} is not a number of parts",
+                           "a per-example constraint bounds the expected number of parts at each position: "
+                           "give a number of 0 or more")
+                continue
+            if c.attr.text not in allowed:
+                where = f"only {one_of(allowed)}" if allowed else "none of its attributes"
+                self.error(c.attr.pos, f"a per-example constraint cannot group the parts of a "
+                                       f"{binding.structure.name} by the positions of '{c.attr.text}'",
+                           f"the {binding.structure.name} structure compiles the projection for {where}")
+                continue
+            if out:
+                self.error(c.pos, f"a spec has one per-example constraint ('{out[0].name}' is one)",
+                           "the generated E-step projects onto one")
+                continue
+            attr = self._resolve(c.attr, attributes, binding)
+            if attr is not None:
+                out.append(ExampleConstraint(c.name, attr, c.op, c.bound, c.pos))
+        return out

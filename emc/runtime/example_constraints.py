@@ -1,0 +1,104 @@
+"""Per-example constraints on the posterior (posterior regularization, Ganchev et al. 2010): with
+`constraint NAME : E[count per a.source] <= 1` each example's posterior is projected on its own
+onto the set where, at every position of the attribute's tokens, the expected number of parts is
+within the bound (alignment bijectivity: each source word linked to about one target word).
+
+The projection runs inside the generated E-step (emc/codegen/templates/alignment.py.j2): a few
+projected-gradient steps on the example's duals lambda (one per position), each an E-step with
+the part scores shifted by exp(-lambda_i). This module owns the duals between E-steps: every
+E-step receives them after prepare's numbers in `derived` (the warm start) and leaves its
+solution there, so the next E-step starts from it; a fit keeps them in its state (a checkpoint
+holds them, and `emc fit --resume` continues exactly). It also gathers what the projections did
+for the fit's log. The E-step's log Z becomes the dual objective f(lambda) = log p(x) - KL(q || p),
+the objective PR-EM never lowers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emc.spec.errors import EmcError
+
+HEAD = 5  # most E-steps, tolerance, where the statistics start, bound, sign (the glue's PROJECTION_HEAD)
+STATS = 5  # per example: excess before, after, E-steps, sum of lambda, KL (PROJECTION_STATS)
+TOLERANCE = 0.01  # a bound is met to within this many expected parts
+STATE_KEY = "example_duals"  # the duals in a fit's state.extra
+
+
+class ExampleProjection:
+    """The duals of a problem's per-example constraint, and the derived vector that carries them."""
+
+    def __init__(self, problem, max_esteps: int = 20, tolerance: float = TOLERANCE):
+        (self.constraint,) = problem.model.checked.example_constraints
+        self.offsets = problem.model.module.dual_offsets(problem.ints, problem.array_bounds)
+        self.duals = np.zeros(int(self.offsets[-1]))
+        self.n_examples = len(self.offsets) - 1
+        self.max_esteps = max_esteps
+        self.tolerance = tolerance
+        self.last: dict = {}
+
+    def derived(self, prepared: np.ndarray) -> np.ndarray:
+        """prepare's numbers followed by the projection's: settings, the duals, room for statistics."""
+        stats_at = len(prepared) + HEAD + len(self.duals)
+        c = self.constraint
+        head = np.array([self.max_esteps, self.tolerance, stats_at, c.bound, c.sign], np.float64)
+        return np.concatenate([prepared, head, self.duals, np.zeros(STATS * self.n_examples)])
+
+    def collect(self, derived: np.ndarray, examples: np.ndarray, weights: np.ndarray) -> None:
+        """The E-step's duals (the next one's warm start) and what its projections did."""
+        start = len(derived) - STATS * self.n_examples - len(self.duals)
+        self.duals = derived[start:start + len(self.duals)].copy()
+        stats = derived[start + len(self.duals):].reshape(self.n_examples, STATS)[examples]
+        positions = float(np.sum(np.diff(self.offsets)[examples]))
+        c = self.constraint
+        self.last = {"example_constraints": [{
+            "name": c.name, "bound": f"{c.op} {c.bound:g} per {c.attr.text}",
+            "before": float(stats[:, 0].sum()) / max(positions, 1.0),
+            "after": float(stats[:, 1].sum()) / max(positions, 1.0),
+            "lambda": float(stats[:, 3].sum()) / max(positions, 1.0),
+            "dual": float(weights @ stats[:, 4]),
+            "esteps": float(stats[:, 2].mean()) if len(stats) else 0.0}]}
+
+    def keep(self, extra: dict) -> None:
+        """The duals into a fit's state (a checkpoint saves them)."""
+        extra[STATE_KEY] = self.duals
+
+    def resume(self, extra: dict) -> None:
+        """The duals of a fit's state, when it has them (a resumed fit)."""
+        duals = extra.get(STATE_KEY)
+        if duals is not None:
+            if len(duals) != len(self.duals):
+                raise EmcError(f"the checkpoint's duals of constraint '{self.constraint.name}' do not fit this data "
+                               f"({len(duals)} positions, the data has {len(self.duals)})")
+            self.duals = np.array(duals, np.float64)
+
+
+def attach(executor, problem, settings) -> ExampleProjection | None:
+    """Set the executor to project each E-step's posteriors onto the spec's per-example
+    constraint (none without one, or with --constraints off); the projection, or None."""
+    constraints = problem.model.checked.example_constraints
+    if not constraints or settings.constraints == "off":
+        return None
+    if not hasattr(executor, "example_projection"):
+        raise EmcError(f"constraint '{constraints[0].name}' is projected per example on this machine only: "
+                       f"fit without --workers/--scheduler, or with --constraints off")
+    executor.example_projection = ExampleProjection(problem, settings.constraint_esteps)
+    return executor.example_projection
+
+
+def example_projection_text(record: dict) -> str:
+    """One iteration's per-example projection in a few words ('' without one)."""
+    if "example_constraints" not in record:
+        return ""
+    return "  ".join(f"{c['name']} excess {c['before']:.3f}->{c['after']:.3f} per position (lambda {c['lambda']:.3g}, "
+                     f"KL {c['dual']:.6g}, {c['esteps']:.1f} E-steps a pair)" for c in record["example_constraints"])
+
+
+def attach_saved(executor, problem, saved) -> ExampleProjection | None:
+    """attach for decoding with a saved run: its posteriors and best structures are projected as
+    its fit projected them (not when it was fitted with --constraints off)."""
+    from emc.runtime.settings import FitSettings
+
+    fitted = saved.info.get("settings", {})
+    settings = FitSettings(constraints=fitted.get("constraints", "on"),
+                           constraint_esteps=fitted.get("constraint_esteps", 20))
+    return attach(executor, problem, settings)
