@@ -1,0 +1,125 @@
+"""AER on the NAACL 2003 English-French Hansards test set (447 pairs) of the HMM aligner under
+posterior regularization (specs/hmm_align_pr.em: bijectivity, each source word linked to at most
+one target word in expectation, projected per sentence pair), beside the plain HMM aligner, both
+by agreement, and eflomal on the same pairs in the same run when it is installed (`pip install
+eflomal`, the `bench` extra).
+
+    python bench/alignment_pr_hansards.py [--iterations 5] [--constraint-esteps 20] [--no-eflomal]
+
+The training text and protocol are bench/alignment_hansards.py's: 2,867 lowercased pairs (the
+training sample, trial and test), English as the source side; each HMM starts from 5 iterations
+of IBM 1 (--init ibm1) and runs --iterations of batch EM; the test pairs are decoded through the
+CLI and scored against test.wa.nonullalign. eflomal aligns the same text both ways (its default
+IBM1+HMM+fertility schedule, and with --eflomal-model 2, IBM1+HMM); its links on the test pairs are
+symmetrised by emc's own heuristics and scored by emc's AER. Seconds: the fit's wall time (both
+directions), on a shared machine.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from alignment_hansards import DATA, TRAIN, bitext, emc, scores  # noqa: E402
+
+DECODES = [("English->French", []), ("French->English", ["--direction", "reverse"]),
+           ("intersection", ["--symmetrize", "intersection"]),
+           ("grow-diag-final-and", ["--symmetrize", "grow-diag-final-and"])]
+AGREED = [("agreed links (posterior >= 0.5)", [])]
+MODELS = [
+    ("HMM", "hmm_align.em", [], DECODES),
+    ("HMM by agreement", "hmm_align.em", ["--agree"], AGREED),
+    ("HMM + bijective", "hmm_align_pr.em", [], DECODES),
+    ("HMM + bijective, agree", "hmm_align_pr.em", ["--agree"], AGREED),
+]
+
+
+def emc_rows(tmp: Path, data: Path, iterations: int, esteps: int) -> None:
+    gold = ["--gold", str(data / "test.wa.nonullalign")]
+    for name, spec, fit_args, decodes in MODELS:
+        if spec == "hmm_align_pr.em":
+            fit_args = fit_args + ["--constraint-esteps", str(esteps)]
+        run = tmp / re.sub(r"\W+", "_", name)
+        t0 = time.perf_counter()
+        emc("fit", str(ROOT / "specs" / spec), str(tmp / "train.txt"), "--out", str(run), "--quiet", "--init", "ibm1",
+            "--iterations", str(iterations), "--tolerance", "0", *fit_args)
+        seconds = time.perf_counter() - t0
+        for links, decode_args in decodes:
+            aer, precision, recall = scores(emc("decode", str(run), str(tmp / "test.txt"), *gold, *decode_args))
+            row(name, links, aer, precision, recall, seconds)
+
+
+def eflomal_rows(tmp: Path, data: Path, test_pairs: int, model: int) -> None:
+    """eflomal (Östling & Tiedemann 2016) on the training text both ways; its test-pair links scored."""
+    from emc.eval.alignment import alignment_scores
+    from emc.io.bitext import read_gold
+    from emc.structures.alignment.symmetrize import symmetrize
+
+    lines = (tmp / "train.txt").read_text(encoding="utf-8").splitlines()
+    (tmp / "e.txt").write_text("".join(line.split(" ||| ")[0] + "\n" for line in lines), encoding="utf-8")
+    (tmp / "f.txt").write_text("".join(line.split(" ||| ")[1] + "\n" for line in lines), encoding="utf-8")
+    t0 = time.perf_counter()
+    done = subprocess.run([str(Path(sys.executable).parent / "eflomal-align"), "-s", str(tmp / "e.txt"),
+                           "-t", str(tmp / "f.txt"), "-f", str(tmp / f"fwd{model}.txt"), "-r", str(tmp / f"rev{model}.txt"),
+                           "--model", str(model)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"eflomal-align failed:\n{done.stderr}")
+    seconds = time.perf_counter() - t0
+
+    def links(path: Path) -> list[set[tuple[int, int]]]:
+        out = [{tuple(int(x) for x in link.split("-")) for link in line.split()}
+               for line in path.read_text(encoding="utf-8").splitlines()]
+        return out[len(out) - test_pairs:]  # the test pairs are the last lines of the training text
+
+    forward, reverse = links(tmp / f"fwd{model}.txt"), links(tmp / f"rev{model}.txt")  # both in (English, French) positions
+    test = [line.split(" ||| ") for line in lines[len(lines) - test_pairs:]]
+    lengths = (np.array([len(e.split()) for e, _ in test]), np.array([len(f.split()) for _, f in test]))
+    gold = read_gold(str(data / "test.wa.nonullalign"), "naacl", lengths)
+    name = f"eflomal model {model}"
+    for label, predicted in [("English->French", forward), ("French->English", reverse),
+                             ("intersection", [symmetrize(a, b, "intersection") for a, b in zip(forward, reverse)]),
+                             ("grow-diag-final-and",
+                              [symmetrize(a, b, "grow-diag-final-and") for a, b in zip(forward, reverse)])]:
+        s = alignment_scores(predicted, gold)
+        row(name, label, 100 * s["aer"], 100 * s["precision"], 100 * s["recall"], seconds)
+
+
+def row(name: str, links: str, aer: float, precision: float, recall: float, seconds: float) -> None:
+    print(f"{name:<24} {links:<34} {aer:>6.1f} {precision:>7.1f} {recall:>6.1f} {seconds:>6.0f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--constraint-esteps", type=int, default=20, help="most E-steps a projection takes")
+    parser.add_argument("--no-eflomal", action="store_true", help="only emc's aligners")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        pairs = bitext(args.data, TRAIN, tmp / "train.txt")
+        test_pairs = bitext(args.data, ["test"], tmp / "test.txt")
+        print(f"training: {pairs} pairs; {args.iterations} EM iterations after 5 of IBM 1; AER on the {test_pairs} "
+              f"test pairs; fit s: both directions, on a shared machine")
+        print(f"{'model':<24} {'links':<34} {'AER %':>6} {'prec %':>7} {'rec %':>6} {'fit s':>6}")
+        if not args.no_eflomal:
+            try:
+                import eflomal  # noqa: F401
+            except ImportError:
+                print("eflomal is not installed (pip install eflomal, or the bench extra): its rows are left out")
+            else:
+                for model in (3, 2):
+                    eflomal_rows(tmp, args.data, test_pairs, model)
+        emc_rows(tmp, args.data, args.iterations, args.constraint_esteps)
+
+
+if __name__ == "__main__":
+    main()
