@@ -432,7 +432,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         for rv3 in range(0, 1 + 1):
                             if 0 <= (1 + rv3) <= 2:
                                 ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
-                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)], ru0 * ru1 * rf)
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)], (ru1 * rf) * ru0)
         if 0 <= 0 <= 2:
             rf = np.exp(0.0 - ref)
             for rv0 in range(0, (-1 + n) + 1):
@@ -448,7 +448,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         for rv3 in range(0, 1 + 1):
                             if 0 <= (1 + rv3) <= 2:
                                 ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
-                                chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], ru0 * ru1 * rf)
+                                chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], (ru0 * rf) * ru1)
         if 0 <= 1 <= 1:
             if 0 <= 1 <= 1:
                 for rv0 in range(0, (-1 + n) + 1):
@@ -706,14 +706,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
                     if ru0 != 0.0:
                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                        rb0 = 0.0
                         for rv3 in range(0, 1 + 1):
                             if 0 <= (1 + rv3) <= 2:
                                 ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
                                 roh = out[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)]
-                                if roh != 0.0:
-                                    mu = (roh * ru0 * rf) * ru1
-                                    out[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)] += (roh * rf) * ru1
-                                    out[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)] += (roh * ru0 * rf)
+                                mu = (roh * ru0 * rf) * ru1
+                                rb0 += (roh * rf) * ru1
+                                out[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)] += (roh * ru0 * rf)
+                        out[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)] += rb0
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
@@ -721,14 +722,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
                     if ru1 != 0.0:
                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                        rb1 = 0.0
                         for rv3 in range(0, 1 + 1):
                             if 0 <= (1 + rv3) <= 2:
                                 ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
                                 roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)]
-                                if roh != 0.0:
-                                    mu = (roh * ru1 * rf) * ru0
-                                    out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)] += (roh * ru1 * rf)
-                                    out[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] += (roh * rf) * ru0
+                                mu = (roh * ru1 * rf) * ru0
+                                out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)] += (roh * ru1 * rf)
+                                rb1 += (roh * rf) * ru0
+                        out[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] += rb1
         if lev == (n + 2):
             if 0 <= 0 <= (-1 + n):
                 if 0 <= (-1 + n) <= (-1 + n):
@@ -775,6 +777,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                     if ru0 != 0.0:
                                                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                        rb0 = 0.0
                                                         for rv3 in range(max(0, 1), 2 + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
@@ -789,8 +792,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                                rb0 += (roh * rw0 * rf) * rw1 * ru1
                                                                 out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                             if posting:
                                                 post[rv0 * rpw + rv1 + 1] += rp
                                             if counting:
@@ -821,6 +825,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                                     if ru0 != 0.0:
                                                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                        rb0 = 0.0
                                                         for rv3 in range(0, min(2, 0) + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
@@ -835,8 +840,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         listed += 1
                                                                         touched[listed] = cell
                                                                 rp += mu
-                                                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                                rb0 += (roh * rw0 * rf) * rw1 * ru1
                                                                 out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                             if posting:
                                                 post[rv0 * rpw + rv1 + 1] += rp
                                             if counting:
@@ -867,6 +873,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                     if ru1 != 0.0:
                                                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                        rb1 = 0.0
                                                         for rv3 in range(max(0, 1), 2 + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
@@ -882,7 +889,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         touched[listed] = cell
                                                                 rp += mu
                                                                 out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                                out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
+                                                                rb1 += (roh * rw0 * rf) * rw1 * ru0
+                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                             if posting:
                                                 post[rv1 * rpw + rv0 + 1] += rp
                                             if counting:
@@ -913,6 +921,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                                     if ru1 != 0.0:
                                                         rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                        rb1 = 0.0
                                                         for rv3 in range(0, min(2, 0) + 1):
                                                             if 0 <= rv3 <= 2:
                                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
@@ -928,7 +937,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                         touched[listed] = cell
                                                                 rp += mu
                                                                 out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                                out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
+                                                                rb1 += (roh * rw0 * rf) * rw1 * ru0
+                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                             if posting:
                                                 post[rv1 * rpw + rv0 + 1] += rp
                                             if counting:

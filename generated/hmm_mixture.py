@@ -155,7 +155,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         rf = np.exp(ls[np.uint64(0)] - ref)
                         for rv0 in range(0, (-1 + ra0) + 1):
                             rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
-                            chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)], rw0 * ru0 * rf)
+                            chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)], (ru0 * rf) * rw0)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
@@ -321,13 +321,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     ru0 = chart[np.uint64(b0)]
                     if ru0 != 0.0:
                         rf = np.exp(ls[np.uint64(0)] - ls[lev])
+                        rb0 = 0.0
                         for rv0 in range(0, (-1 + ra0) + 1):
                             rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                             roh = out[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)]
-                            if roh != 0.0:
-                                mu = (roh * ru0 * rf) * rw0
-                                rsc0[np.uint64((rv0) * rr0 + 0)] += mu
-                                out[np.uint64(b0)] += (roh * rf) * rw0
+                            mu = (roh * ru0 * rf) * rw0
+                            rsc0[np.uint64((rv0) * rr0 + 0)] += mu
+                            rb0 += (roh * rf) * rw0
+                        out[np.uint64(b0)] += rb0
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:

@@ -139,7 +139,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     for rv0 in range(0, (-1 + ra0) + 1):
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rw1 = read_hoisted(rt1, rv0, token_1)
-                        chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)], rw0 * rw1 * rf)
+                        chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)], rf * rw0 * rw1)
         rv0 = (lev - 1)
         if max(0, 2) <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
@@ -148,14 +148,13 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         token_0 = tokens_0[np.uint64(first + (-2 + rv0))]
                         token_1 = tokens_1[np.uint64(first + (-1 + rv0))]
                         rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
-                        for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = read_hoisted(rt1, rv1, token_1)
-                            acc = 0.0
-                            for rv2 in range(0, (-1 + ra0) + 1):
-                                rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
-                                ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                                acc = plus(semiring, acc, rw0 * ru0)
-                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rw1 * rf)
+                        for rv2 in range(0, (-1 + ra0) + 1):
+                            ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
+                            if ru0 != 0.0:
+                                for rv1 in range(0, (-1 + ra0) + 1):
+                                    rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
+                                    rw1 = read_hoisted(rt1, rv1, token_1)
+                                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], (ru0 * rf) * rw0 * rw1)
         if lev == (n + 2):
             if 0 <= n <= n:
                 rf = np.exp(ls[np.uint64((1 + n))] - ref)
@@ -253,16 +252,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         token_0 = tokens_0[np.uint64(first + (-2 + rv0))]
                         token_1 = tokens_1[np.uint64(first + (-1 + rv0))]
                         rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[lev])
-                        for rv1 in range(0, (-1 + ra0) + 1):
-                            rw1 = read_hoisted(rt1, rv1, token_1)
-                            roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
-                            if roh != 0.0:
-                                rm1 = 0.0
-                                rp = 0.0
-                                for rv2 in range(0, (-1 + ra0) + 1):
+                        for rv2 in range(0, (-1 + ra0) + 1):
+                            ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
+                            if ru0 != 0.0:
+                                rb0 = 0.0
+                                for rv1 in range(0, (-1 + ra0) + 1):
                                     rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
-                                    ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                                    mu = (roh * rw1 * rf) * rw0 * ru0
+                                    rw1 = read_hoisted(rt1, rv1, token_1)
+                                    roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
+                                    mu = (roh * ru0 * rf) * rw0 * rw1
                                     if counting:
                                         cell = ro2 + (rv1) * rr2 + (rv2) * size_1 + token_0
                                         dense[cell] += mu * weight
@@ -270,18 +268,18 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
-                                    rm1 += mu
-                                    rp += mu
-                                    out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += (roh * rw1 * rf) * rw0
-                                if posting:
-                                    post[(-1 + rv0) * rpw + rv1] += rp
-                                if counting:
-                                    cell = ro1 + (token_1) * rr1 + rv1
-                                    dense[cell] += rm1 * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
+                                    if counting:
+                                        cell = ro1 + (token_1) * rr1 + rv1
+                                        dense[cell] += mu * weight
+                                        if tracked and mark[cell] == 0:
+                                            mark[cell] = 1
+                                            listed += 1
+                                            touched[listed] = cell
+                                    if posting:
+                                        rp = mu
+                                        post[(-1 + rv0) * rpw + rv1] += rp
+                                    rb0 += (roh * rf) * rw0 * rw1
+                                out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += rb0
         if 1 == lev - 1:
             if 0 <= 1 <= n:
                 if 0 <= 0 < n:
@@ -291,19 +289,18 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rw1 = read_hoisted(rt1, rv0, token_1)
                         roh = out[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                        if roh != 0.0:
-                            mu = (roh * rf) * rw0 * rw1
-                            rsc0[np.uint64((rv0) * rr0 + 0)] += mu
-                            if counting:
-                                cell = ro1 + (token_1) * rr1 + rv0
-                                dense[cell] += mu * weight
-                                if tracked and mark[cell] == 0:
-                                    mark[cell] = 1
-                                    listed += 1
-                                    touched[listed] = cell
-                            if posting:
-                                rp = mu
-                                post[0 * rpw + rv0] += rp
+                        mu = (roh * rf) * rw0 * rw1
+                        rsc0[np.uint64((rv0) * rr0 + 0)] += mu
+                        if counting:
+                            cell = ro1 + (token_1) * rr1 + rv0
+                            dense[cell] += mu * weight
+                            if tracked and mark[cell] == 0:
+                                mark[cell] = 1
+                                listed += 1
+                                touched[listed] = cell
+                        if posting:
+                            rp = mu
+                            post[0 * rpw + rv0] += rp
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:

@@ -180,12 +180,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                 if 0 <= rv0 < n:
                     token_0 = tokens_0[np.uint64(first + rv0)]
                     rf = np.exp(ls[np.uint64((1 + rv0))] - ref)
-                    for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = read_hoisted(rt2, rv1, token_0)
-                        for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
-                            if 1 <= (1 + rv2) <= ra1:
+                    for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
+                        if 1 <= (1 + rv2) <= ra1:
+                            for rv1 in range(0, (-1 + ra0) + 1):
+                                rw0 = read_hoisted(rt2, rv1, token_0)
                                 ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
-                                chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)], rw0 * ru0 * rf)
+                                chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)], rf * rw0 * ru0)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra0 <= ra0:
@@ -194,13 +194,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             rf = np.exp(ls[np.uint64((1 + rv0))] - ref)
-            for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
-                acc = 0.0
-                for rv2 in range(1, ra1 + 1):
+            for rv2 in range(1, ra1 + 1):
+                for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                     rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
                     ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
-                    acc = plus(semiring, acc, rw0 * ru0)
-                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rf)
+                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], rf * rw0 * ru0)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
@@ -299,43 +297,39 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             rf = np.exp(ls[np.uint64((1 + rv0))] - ls[lev])
-            for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
-                roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
-                if roh != 0.0:
-                    for rv2 in range(1, ra1 + 1):
-                        rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
-                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
-                        mu = (roh * rf) * rw0 * ru0
-                        rsc3[np.uint64((rv2) * rr3 + rv1)] += mu
-                        if posting:
-                            rp = mu
-                            for rq in range((rv0 - rv2), rv0):
-                                post[rq * rpw + rv1] += rp
-                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
+            for rv2 in range(1, ra1 + 1):
+                for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
+                    rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
+                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
+                    roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
+                    mu = (roh * rf) * rw0 * ru0
+                    rsc3[np.uint64((rv2) * rr3 + rv1)] += mu
+                    if posting:
+                        rp = mu
+                        for rq in range((rv0 - rv2), rv0):
+                            post[rq * rpw + rv1] += rp
+                    out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
                 if 0 <= rv0 < n:
                     token_0 = tokens_0[np.uint64(first + rv0)]
                     rf = np.exp(ls[np.uint64((1 + rv0))] - ls[lev])
-                    for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = read_hoisted(rt2, rv1, token_0)
-                        rm0 = 0.0
-                        for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
-                            if 1 <= (1 + rv2) <= ra1:
+                    for rv2 in range(1, min(ra1, (-1 + ra1)) + 1):
+                        if 1 <= (1 + rv2) <= ra1:
+                            for rv1 in range(0, (-1 + ra0) + 1):
+                                rw0 = read_hoisted(rt2, rv1, token_0)
                                 ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                                 roh = out[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)]
-                                if roh != 0.0:
-                                    mu = (roh * rw0 * rf) * ru0
-                                    rm0 += mu
-                                    out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rw0 * rf)
-                        if counting:
-                            cell = ro2 + (token_0) * rr2 + rv1
-                            dense[cell] += rm0 * weight
-                            if tracked and mark[cell] == 0:
-                                mark[cell] = 1
-                                listed += 1
-                                touched[listed] = cell
+                                mu = (roh * rf) * rw0 * ru0
+                                if counting:
+                                    cell = ro2 + (token_0) * rr2 + rv1
+                                    dense[cell] += mu * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:

@@ -659,6 +659,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                             ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
                                             if ru0 != 0.0:
                                                 rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                rb0 = 0.0
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
@@ -673,8 +674,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 listed += 1
                                                                 touched[listed] = cell
                                                         rp += mu
-                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += (roh * rw0 * rf) * rw1 * ru1
+                                                        rb0 += (roh * rw0 * rf) * rw1 * ru1
                                                         out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                     if posting:
                                         post[rv0 * rpw + rv1 + 1] += rp
                                     if counting:
@@ -703,6 +705,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                             ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
                                             if ru1 != 0.0:
                                                 rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                                rb1 = 0.0
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
@@ -718,7 +721,8 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                                 touched[listed] = cell
                                                         rp += mu
                                                         out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += (roh * rw0 * rf) * rw1 * ru0
+                                                        rb1 += (roh * rw0 * rf) * rw1 * ru0
+                                                out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                     if posting:
                                         post[rv1 * rpw + rv0 + 1] += rp
                                     if counting:

@@ -142,22 +142,21 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
-                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rw0 * rf)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rf * rw0)
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
-                    for rv3 in range(0, (-1 + ra0) + 1):
-                        for rv4 in range(0, (-1 + ra0) + 1):
-                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
-                            if ru0 != 0.0:
-                                acc = 0.0
-                                for rv5 in range(0, (-1 + ra0) + 1):
-                                    rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                                    ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                    acc = plus(semiring, acc, rw0 * ru1)
-                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], acc * ru0 * rf)
+                    for rv4 in range(0, (-1 + ra0) + 1):
+                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
+                        if ru0 != 0.0:
+                            for rv5 in range(0, (-1 + ra0) + 1):
+                                ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
+                                if ru1 != 0.0:
+                                    for rv3 in range(0, (-1 + ra0) + 1):
+                                        rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                        chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], (ru0 * ru1 * rf) * rw0)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
@@ -263,19 +262,23 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
             if 0 <= rv1 <= n:
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
-                    for rv3 in range(0, (-1 + ra0) + 1):
-                        roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                        if roh != 0.0:
-                            for rv4 in range(0, (-1 + ra0) + 1):
-                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
-                                if ru0 != 0.0:
-                                    for rv5 in range(0, (-1 + ra0) + 1):
+                    for rv4 in range(0, (-1 + ra0) + 1):
+                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
+                        if ru0 != 0.0:
+                            rb0 = 0.0
+                            for rv5 in range(0, (-1 + ra0) + 1):
+                                ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
+                                if ru1 != 0.0:
+                                    rb1 = 0.0
+                                    for rv3 in range(0, (-1 + ra0) + 1):
                                         rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                                        ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                        mu = (roh * ru0 * rf) * rw0 * ru1
+                                        roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                        mu = (roh * ru0 * ru1 * rf) * rw0
                                         rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += mu
-                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += (roh * rf) * rw0 * ru1
-                                        out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += (roh * ru0 * rf) * rw0
+                                        rb0 += (roh * ru1 * rf) * rw0
+                                        rb1 += (roh * ru0 * rf) * rw0
+                                    out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += rb1
+                            out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += rb0
         rf = np.exp(0.0 - ls[lev])
         for rv0 in range(0, n + 1):
             if (1 + rv0) - rv0 == lev - 1:
@@ -285,15 +288,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
                             roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)]
-                            if roh != 0.0:
-                                mu = (roh * rf) * rw0
-                                if counting:
-                                    cell = ro0 + (token_0) * rr0 + rv1
-                                    dense[cell] += mu * weight
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
+                            mu = (roh * rf) * rw0
+                            if counting:
+                                cell = ro0 + (token_0) * rr0 + rv1
+                                dense[cell] += mu * weight
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
     if counting:
         for rsq in range(rsc1.shape[0]):
             if rsc1[rsq] != 0.0:

@@ -281,8 +281,11 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         rule_reads = _reads(reads, rule)
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, rule_reads, _tokens(tokens, rule), bound, "ls[lev]")
-        nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let"),
-                                           Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if")]
+        nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let")]
+        if not nest.loops or nest.loops[-1][0] not in needs_of(nest.head_cell):
+            # a zero outside skips the loops below it; inside the innermost loop the test would
+            # only keep LLVM from vectorising it
+            nest.steps.append(Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if"))
         # a factor's count sums the marginals of the firings that share its entry, in a local,
         # over the loops deeper than the factor's read (an emission's over the previous states)
         learned = [(q, read) for q, read in enumerate(rule_reads) if read.learned]
@@ -294,6 +297,10 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         if posting is not None:
             sums.append(Sum("rp", posting[0], ["if posting:"] + ["    " + line for line in posting[1]]))
 
+        # a body item's outside that the innermost loop does not change is summed in a local
+        # there and added once after it (a CKY rule's children, when the loop runs over the parent)
+        sums += [Sum(f"rb{q}", needs_of(cell), [f"out[{cell}] += rb{q}"]) for q, cell in enumerate(nest.body_cells)]
+
         def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting) -> list[str]:
             lines = [f"mu = {ordered_product(nest, nest.product, 'roh')}"]
             for q, read in learned:
@@ -303,7 +310,8 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
                     "    " + line for line in posting[1]]
             for q, cell in enumerate(nest.body_cells):
                 others = [p for p in nest.product if p != f"ru{q}"]
-                lines.append(f"out[{cell}] += {ordered_product(nest, others, 'roh')}")
+                target = f"rb{q}" if f"rb{q}" in hoisted else f"out[{cell}]"
+                lines.append(f"{target} += {ordered_product(nest, others, 'roh')}")
             return lines
 
         lines += render_nest(nest, inner, 4, sums=sums)

@@ -134,6 +134,9 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
     order = [v for v in rule.order if v not in head_bound]
     if loop_vars is not None:
         order = [v for v in order if v in loop_vars]
+    last = _contiguous_variable(names, rule, reads, order)
+    if last is not None:
+        order = [v for v in order if v != last] + [last]
     steps: list[Step] = []
     bound_locals = {names.var(rule, v) for v in head_bound}
     for var, code in head_bound.items():
@@ -187,6 +190,20 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
     nest.head_cell = cell_code(names, rule.head, rule)
     nest.product = nest.factors + nest.bodies + ["rf"]
     return nest
+
+
+def _contiguous_variable(names: Names, rule: Rule, reads: list, order: list[str]) -> str | None:
+    """The variable to loop over innermost: the row of a small table the rule reads (tables are
+    stored outcome-major, so its rows are adjacent and the loop reads them in one stride, which
+    LLVM vectorises), if no other variable's range depends on it; else None (the order stays)."""
+    for read in sorted(reads, key=lambda r: r.table not in names.small):
+        if read.table not in names.small and read.table not in names.bounded_rows:
+            continue
+        var = next((v for v in order if names.var(rule, v) == read.row.strip()), None)
+        if var is not None and not any(var in end.names for other in order if other != var
+                                       for end in rule.bounds[other][0] + rule.bounds[other][1]):
+            return var
+    return None
 
 
 def table_read(names: Names, read) -> str:
@@ -287,7 +304,7 @@ def render_nest(nest: Nest, innermost, indent: int, skip_zero: bool = True,
     missing = [s.text for q, s in enumerate(nest.steps) if q not in placed]
     assert not missing, f"unplaced steps: {missing}"
     if accumulate is not None:
-        innermost = [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, {product(accumulate[1])})"]
+        innermost = [f"{accumulate[0]} = plus(semiring, {accumulate[0]}, {ordered_product(nest, accumulate[1])})"]
     if callable(innermost):
         innermost = innermost({s.name for s in sums if s.hoisted})
     lines.extend(" " * pad + line for line in innermost)
