@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import emc
 from conftest import ROOT
 from emc.codegen import render
 from emc.runtime import compiled
 from emc.runtime.problem import Model
 
-EMC = ROOT / "emc"
+EMC = Path(emc.__file__).resolve().parent  # the package imported: installed (CI, plain pip install) or the clone
 
 
 def hmm_source() -> str:
