@@ -18,6 +18,7 @@ from emc.io.heads import cycle_message, head_cycle, read_dependencies
 from emc.io.ptb import read_tree_file
 from emc.io.readers import read_lines
 from emc.io.sniff import SNIFFED_LINES, refuse_other_format
+from emc.structures.posteriors import format_token_posteriors
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
@@ -178,13 +179,7 @@ def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.nda
 def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray,
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """Per word: the word, then HEAD:probability for the heads above 1e-3, most probable first."""
-    words = corpus.fields[model.binding.observed["x"]].tokens(ex)
-    m = marginals.reshape(len(words), len(words) + 1)
-    out = []
-    for w, row in zip(words, m):
-        order = np.argsort(-row, kind="stable")
-        out.append(f"{w}\t" + " ".join(f"{h}:{row[h]:.3f}" for h in order if row[h] >= 1e-3))
-    return "\n".join(out) + "\n"
+    return format_token_posteriors(corpus.fields[model.binding.observed["x"]].tokens(ex), marginals)
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:

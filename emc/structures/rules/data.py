@@ -21,6 +21,7 @@ from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
+from emc.structures.posteriors import format_token_posteriors
 from emc.structures.rules import posterior_kind, posterior_width
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
@@ -131,13 +132,7 @@ def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """Per token: the token, then VALUE:probability for the values above 1e-3, most probable
     first; a value is a label, or a head (1-based, 0 for the root) as in CoNLL."""
-    words = corpus.fields[_observed(model)].tokens(ex)
-    m = marginals.reshape(len(words), -1) if len(words) else marginals.reshape(0, 1)
-    out = []
-    for w, row in zip(words, m):
-        order = np.argsort(-row, kind="stable")
-        out.append(f"{w}\t" + " ".join(f"{v}:{row[v]:.3f}" for v in order if row[v] >= 1e-3))
-    return "\n".join(out) + "\n"
+    return format_token_posteriors(corpus.fields[_observed(model)].tokens(ex), marginals)
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:
