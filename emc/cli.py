@@ -53,6 +53,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except UnicodeEncodeError as err:
+        if not _is_stdout_encoding(err.encoding):
+            raise
+        _note(f"emc {args.command}: the output's encoding ({sys.stdout.encoding}) cannot write "
+              f"{err.object[err.start:err.end]!r}: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
+        return 1
+
+
+def _is_stdout_encoding(encoding: str) -> bool:
+    """Whether an encoding is stdout's (names differ in spelling: 'ascii', 'ANSI_X3.4-1968')."""
+    import codecs
+
+    try:
+        return codecs.lookup(encoding).name == codecs.lookup(sys.stdout.encoding or "utf-8").name
+    except LookupError:
+        return False
 
 
 def _refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -2,9 +2,11 @@
 
 Every reference spec has its own names (the model, observed and latent variables, blocks, weights,
 params) replaced by hostile ones: Python keywords and builtins, every identifier of the generated
-code (so every local and constant of the templates), dunders and a 200-character name. The renamed
-spec must generate the same code, token for token, its comments and string literals aside; and a
-short fit of it must reach the original's objective.
+code (so every local and constant of the templates), dunders, names in other scripts (with combining
+marks, and some that Python's NFKC normalisation rewrites) and 200-character names. The renamed spec
+must generate the same code, token for token, its comments and string literals aside, so the same
+cached module (a renamed spec never compiles again); and a short fit of it must reach the original's
+objective.
 """
 from __future__ import annotations
 
@@ -12,18 +14,20 @@ import io
 import keyword
 import math
 import tokenize
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from lark import Lark, Token
+from lark import Token
 
 from conftest import ROOT
 from emc.codegen.render import comment_text, render
+from emc.runtime.compiled import module_source
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
 from emc.spec.check import check
-from emc.spec.parse import parse_text
+from emc.spec.parse import _parser, parse_text
 from helpers import tiny_problem
 
 SPECS = sorted((ROOT / "specs").glob("*.em"))
@@ -43,12 +47,7 @@ _RULE_TREES = {"structure_decl", "keyword_param", "observed_param", "item_decl",
                "where_clause", "token_attr", "span_attr", "numeric_attr", "label_clause", "attach_clause", "body"}
 
 
-def _parser() -> Lark:
-    grammar = (ROOT / "grammars" / "em.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
-
-
-PARSER = _parser()
+PARSER = _parser()  # emc's own: its names are normalised as emc reads them
 
 
 def _spec_name_tokens(text: str) -> tuple[dict[str, str], list[Token]]:
@@ -95,13 +94,19 @@ def _code_identifiers() -> set[str]:
 EM_KEYWORDS = {"model", "observed", "latent", "multinomial", "weight", "param", "from", "smooth", "prior", "fixed",
                "shares", "features", "l2", "P"}
 LONG_NAME = ("x_" * 100)[:200]
+# Other scripts: Cyrillic, CJK, Greek, Arabic, Hebrew, Devanagari (spacing and non-spacing marks),
+# a combining tilde with no precomposed letter, an e with a combining acute (NFKC: é), a ligature
+# and a black-letter capital (NFKC: fi_H), and a 200-character name of several scripts.
+LONG_UNICODE_NAME = ("слово_状態_λ\u0303_" * 20)[:200]
+UNICODE_NAMES = ["слово", "状態", "λόγος", "كلمة", "שם", "हिन्दी", "q\u0303", "e\u0301tat", "\ufb01_\u210c",
+                 LONG_UNICODE_NAME]
 BUILTINS = {"len", "range", "min", "max", "sum", "abs", "int", "float", "bool", "str", "list", "tuple", "dict", "set",
             "object", "type", "print", "open", "exec", "eval", "compile", "globals", "locals", "vars", "getattr",
             "super", "iter", "next", "zip", "map", "enumerate", "Exception", "ValueError", "NotImplemented",
             "Ellipsis"}
 HOSTILE = sorted((set(keyword.kwlist) | BUILTINS
                   | {"__class__", "__init__", "__name__", "__builtins__", "__import__", "__dict__", "__file__"}
-                  | _code_identifiers() | {LONG_NAME}) - EM_KEYWORDS)
+                  | _code_identifiers() | {LONG_NAME} | set(UNICODE_NAMES)) - EM_KEYWORDS)
 
 
 def code_tokens(source: str) -> list[tuple[int, str]]:
@@ -138,7 +143,10 @@ RENAMINGS = _renamings_by_structure()
 
 def test_the_renamings_cover_every_hostile_name_in_every_structure():
     assert {"k", "t", "first", "score", "import", "for", "__class__", "len", "range", "meta", "counts",
-            "token_0", "T_0", "size_0", LONG_NAME} <= set(HOSTILE)
+            "token_0", "T_0", "size_0", LONG_NAME, LONG_UNICODE_NAME, "状態"} <= set(HOSTILE)
+    assert len(LONG_UNICODE_NAME) == 200 and any(unicodedata.combining(c) for c in LONG_UNICODE_NAME)
+    # two hostile names are never one name once normalised (a spec would declare it twice)
+    assert len({unicodedata.normalize("NFKC", name) for name in HOSTILE}) == len(HOSTILE)
     for structure, renamings in RENAMINGS.items():
         assert {new for _, renaming in renamings for new in renaming.values()} == set(HOSTILE), structure
 
@@ -150,9 +158,12 @@ def test_names_change_only_comments_and_strings(structure):
         text = spec.read_text(encoding="utf-8")
         if spec not in originals:
             originals[spec] = code_tokens(render(check(parse_text(text, spec.name))))
-        hostile = render(check(parse_text(renamed(text, renaming), spec.name)))
+        model = check(parse_text(renamed(text, renaming), spec.name))
+        hostile = render(model)
         compile(hostile, f"{spec.stem}.py", "exec")
         assert code_tokens(hostile) == originals[spec], (spec.stem, renaming)
+        # the module a fit loads is the original's, so a renamed spec reuses its machine code
+        assert module_source(model)[0] == module_source(check(parse_text(text, spec.name)))[0], (spec.stem, renaming)
 
 
 def test_the_renaming_renames_declarations_and_references_only():
@@ -185,14 +196,22 @@ SEVERE_NAMES = ["len", "range", "theta", "meta", "counts", "token_0", "tokens_0"
 
 
 def _fit_renaming(index: int, spec: Path) -> dict[str, str]:
-    """One renaming per spec for the fit: its observed variables take the issue's names and its
-    other names the templates', both rotated over the specs."""
+    """One renaming per spec for the fit: its observed variables take the issue's names or names in
+    other scripts, its other names the templates' or other scripts' (never the same ones), all
+    rotated over the specs."""
     kinds = _spec_name_tokens(spec.read_text(encoding="utf-8"))[0]
     observed = [name for name, kind in kinds.items() if kind == "observed_item"]
     others = [name for name in kinds if name not in observed]
-    renaming = {name: ISSUE_NAMES[(index + i) % len(ISSUE_NAMES)] for i, name in enumerate(observed)}
-    renaming |= {name: SEVERE_NAMES[(3 * index + i) % len(SEVERE_NAMES)] for i, name in enumerate(others)}
+    for_observed = ISSUE_NAMES + UNICODE_NAMES[::2]
+    for_others = SEVERE_NAMES + UNICODE_NAMES[1::2]
+    renaming = {name: for_observed[(index + i) % len(for_observed)] for i, name in enumerate(observed)}
+    renaming |= {name: for_others[(3 * index + i) % len(for_others)] for i, name in enumerate(others)}
     return renaming
+
+
+def test_the_fits_give_every_unicode_name_to_some_spec():
+    dealt = {name for index, spec in enumerate(SPECS) for name in _fit_renaming(index, spec).values()}
+    assert set(UNICODE_NAMES) <= dealt
 
 
 def _objective(tmp_path: Path, text: str, fixed: dict[str, Path]) -> float:

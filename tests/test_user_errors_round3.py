@@ -442,8 +442,43 @@ def test_fit_refuses_workers_and_checkpoint_intervals_that_mean_nothing(tmp_path
     assert one_line_error(capsys).startswith(f"{setting[0]} {setting[1]}: give ")
 
 
-def test_a_name_outside_ascii_is_refused_saying_what_a_name_is(tmp_path, capsys):
-    err = check_error(tmp_path, capsys, "model m\nobserved été : tokens\nlatent z : chain(été, states=3)\n"
-                                        "multinomial e : P(été | z)\n")
-    assert "m.em:2:10: error: unexpected character 'é'" in err
-    assert "hint: names are written in ASCII letters, digits and _, and 'é' is none of these" in err
+def test_names_are_letters_of_any_script(tmp_path, capsys):
+    """A name is what Python takes for an identifier, normalised as Python does (NFKC): an e with a
+    combining acute is the é of `été`."""
+    spec = tmp_path / "m.em"
+    spec.write_text("model modèle\nobserved été : tokens\nlatent 状態 : chain(e\u0301te\u0301, states=3)\n"
+                    "multinomial слово : P(été | 状態)\nmultinomial हिन्दी : P(状態 | 状態.prev)\n", encoding="utf-8")
+    assert main(["check", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "model modèle, 状態 : chain(" in out and "слово" in out and "हिन्दी" in out
+
+
+def test_an_output_that_cannot_write_a_name_is_named(tmp_path, capsys, monkeypatch):
+    """A terminal or pipe in ASCII (PYTHONIOENCODING=ascii, a C locale of old) cannot print 'è':
+    a message saying how to fix it, never a traceback."""
+    import io
+    spec = tmp_path / "m.em"
+    spec.write_text("model modèle\n" + HMM_HEAD.split("\n", 1)[1] + "multinomial e : P(x | z)\n", encoding="utf-8")
+    monkeypatch.setattr("sys.stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    assert main(["check", str(spec)]) == 1
+    assert one_line_error(capsys) == ("emc check: the output's encoding (ascii) cannot write 'è': "
+                                      "set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
+
+
+def test_a_character_no_name_holds_is_refused_saying_what_a_name_is(tmp_path, capsys):
+    err = check_error(tmp_path, capsys, "model m\nobserved 状態x² : tokens\n")
+    assert "m.em:2:13: error: unexpected character '²'" in err  # columns count characters
+    assert "hint: a name is letters (of any script), marks, digits and _, and '²' (SUPERSCRIPT TWO) is none" in err
+    err = check_error(tmp_path, capsys, HMM_HEAD + "multinomial e : P(x → z)\n")
+    assert "m.em:4:21: error: unexpected character '→'" in err and "RIGHTWARDS ARROW" in err
+    err = check_error(tmp_path, capsys, "model m\nobserved\u00a0x : tokens\n")
+    assert "m.em:2:9: error: unexpected character '\\xa0'" in err and "NO-BREAK SPACE" in err
+
+
+def test_a_caret_stands_under_its_character_after_wide_and_combining_ones(tmp_path, capsys):
+    err = check_error(tmp_path, capsys, "model m\nobserved 状態 : tokens\nlatent z : chain(状態, states=3)\n"
+                                        "multinomial e\u0301 : P(状態 | z) smooth foo(1)\n")
+    source, caret = err.splitlines()[1:3]
+    assert err.startswith(f"{tmp_path / 'm.em'}:4:35: error: unknown smooth 'foo'")
+    assert caret == "    " + " " * 35 + "^^^"  # é one column wide, 状 and 態 two each
+    assert source == "    multinomial e\u0301 : P(状態 | z) smooth foo(1)"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -24,16 +25,22 @@ class Diagnostic:
         head = f"{self.path}:{self.pos.line}:{self.pos.column}: error: {self.message}"
         lines = [head]
         if self.source_line is not None and self.pos.line > 0:
-            lines.append("    " + self.source_line.rstrip("\n"))
-            start = max(self.pos.column, 1)
-            if self.pos.end_line == self.pos.line and self.pos.end_column > start:
-                width = self.pos.end_column - start
-            else:
-                width = 1
-            lines.append("    " + " " * (start - 1) + "^" * width)
+            source = self.source_line.rstrip("\r\n")
+            lines.append("    " + source)
+            start = max(self.pos.column, 1)  # columns count characters, as the parser's do
+            end = self.pos.end_column if self.pos.end_line == self.pos.line and self.pos.end_column > start else start + 1
+            lines.append("    " + _under(source[:start - 1]) + "^" * max(len(_under(source[start - 1:end - 1])), 1))
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
+
+
+def _under(text: str) -> str:
+    """Blanks as wide on a terminal as `text`: a tab stays a tab, a wide (CJK) character takes two
+    columns and a combining mark none, so that a caret stands under its character."""
+    widths = {"W": "  ", "F": "  "}
+    return "".join("\t" if c == "\t" else "" if unicodedata.category(c) in ("Mn", "Me", "Cf")
+                   else widths.get(unicodedata.east_asian_width(c), " ") for c in text)
 
 
 class SpecError(EmcError):
@@ -62,7 +69,7 @@ class DiagnosticSink:
 
     def __init__(self, path: str, text: str):
         self.path = path
-        self._lines = text.splitlines()
+        self._lines = text.split("\n")  # the parser's lines: a form feed or U+2028 in a comment ends none
         self.diagnostics: list[Diagnostic] = []
 
     def line(self, number: int) -> str | None:

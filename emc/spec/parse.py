@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -29,7 +30,27 @@ def _parser() -> Lark:
         grammar = (Path(__file__).resolve().parents[2] / "grammars" / "em.lark").read_text(encoding="utf-8")
     # cache=True: lark keeps the built LALR tables in the temp folder (keyed by grammar and options),
     # so a command starts without rebuilding them (~0.4 s)
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
+                lexer_callbacks={"NAME": _name})
+
+
+class _NotAName(Exception):
+    """A run of characters the grammar's NAME took, of which one cannot be in a name."""
+
+    def __init__(self, token: Token, at: int):
+        super().__init__(str(token))
+        self.token, self.at = token, at
+
+
+def _name(token: Token) -> Token:
+    """A name as Python reads an identifier (PEP 3131): letters of any script, marks, digits and _,
+    not starting with a digit; NFKC-normalised, so that two spellings of one letter (é as one
+    character or as e and a combining accent) are one name."""
+    if not token.isidentifier():
+        at = next(i for i, char in enumerate(token) if not (char if i == 0 else "_" + char).isidentifier())
+        raise _NotAName(token, at)
+    name = unicodedata.normalize("NFKC", str(token))
+    return token if name == token else Token.new_borrow_pos(token.type, name, token)
 
 
 def _pos(meta) -> ir.Pos:
@@ -313,6 +334,10 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
         _report_syntax_error(sink, err, text)
         sink.raise_if_any()
         raise  # unreachable: the sink always holds the error
+    except _NotAName as err:
+        _report_not_a_name(sink, err)
+        sink.raise_if_any()
+        raise  # unreachable: the sink always holds the error
     except VisitError as err:  # a number too large for float, and the like
         raise EmcError(f"{path}: error: {err.orig_exc}") from None
 
@@ -384,8 +409,8 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
         hint = _expected_hint(err.allowed)
-        if not char.isascii() and (char.isalnum() or char == "_"):  # a letter of a name, in another alphabet
-            hint = f"names are written in ASCII letters, digits and _, and {char!r} is none of these"
+        if char.isspace():  # a space outside ASCII, which NAME leaves out (a no-break space)
+            hint = f"{char!r} ({unicodedata.name(char, 'a space')}) does not separate words here: write ' '"
         sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}", hint)
         return
     assert isinstance(err, UnexpectedToken)
@@ -404,6 +429,14 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
         return
     width = max(len(str(tok)), 1)
     sink.error(ir.Pos(line, column, line, column + width), f"unexpected {str(tok)!r}", hint)
+
+
+def _report_not_a_name(sink: DiagnosticSink, err: _NotAName) -> None:
+    char, line, column = err.token[err.at], err.token.line, err.token.column + err.at
+    what = unicodedata.name(char, f"U+{ord(char):04X}")
+    hint = ("a name starts with a letter (of any script) or _" if err.at == 0 and char.isdigit() else
+            f"a name is letters (of any script), marks, digits and _, and {char!r} ({what}) is none of these")
+    sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}", hint)
 
 
 def _previous_token_end(text: str, offset: int) -> tuple[int, int] | None:
