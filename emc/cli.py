@@ -158,13 +158,14 @@ def _check_parser(sub) -> None:
 def cmd_check(args) -> int:
     from emc.spec.check import check
     from emc.spec.parse import parse_file
+    from emc.spec.width import pad
 
     model = check(parse_file(args.spec), _overrides(args))
     b = model.binding
     described = ", ".join(f"{k}={_fmt_arg(v)}" for k, v in b.args.items())
     print(f"{args.spec}: ok: model {model.name}, {b.latent} : {b.structure.name}({described})")
     for f in model.factors:
-        print(f"  {f.name:12s} {f.signature:40s} {f.slot} slot, {f.kind}")
+        print(f"  {pad(f.name, 12)} {pad(f.signature, 40)} {f.slot} slot, {f.kind}")
     return 0
 
 

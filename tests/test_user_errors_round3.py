@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from emc.cli import main
+from emc.spec.width import display_width
 
 from conftest import ROOT
 
@@ -451,6 +452,9 @@ def test_names_are_letters_of_any_script(tmp_path, capsys):
     assert main(["check", str(spec)]) == 0
     out = capsys.readouterr().out
     assert "model modèle, 状態 : chain(" in out and "слово" in out and "हिन्दी" in out
+    # the table's columns line up on a terminal, where 状 and 態 take two columns and a mark none
+    rows = [line for line in out.splitlines() if " slot, " in line]
+    assert len({display_width(row[:row.rindex(" ", 0, row.index(" slot, "))]) for row in rows}) == 1, out
 
 
 def test_an_output_that_cannot_write_a_name_is_named(tmp_path, capsys, monkeypatch):

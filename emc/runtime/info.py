@@ -12,6 +12,7 @@ from emc.runtime.compiled import load_module
 from emc.spec.check import check
 from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file
+from emc.spec.width import pad
 
 
 def describe(spec_path: str, data: str | None, overrides: dict[str, Any], options: dict[str, Any]) -> str:
@@ -37,7 +38,7 @@ def _describe_model(model: CheckedModel) -> list[str]:
              "parts and their attributes:"]
     for path, attr in s.attributes(b).items():
         views = "; observed views apply (.lower, .suffix(n), ...)" if attr.tokens_of else ""
-        lines.append(f"  {path:16s} {attr.role:8s} values in {attr.space}: {attr.help}{views}")
+        lines.append(f"  {pad(path, 16)} {attr.role:8s} values in {attr.space}: {attr.help}{views}")
     lines.append("factors (each multiplies into its slot's part scores):")
     for f in model.factors:
         reg = f.prior.describe()

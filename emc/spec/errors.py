@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
 from emc.spec.ir import Pos
+from emc.spec.width import blanks_under, display_width
 
 
 class EmcError(Exception):
@@ -29,18 +29,11 @@ class Diagnostic:
             lines.append("    " + source)
             start = max(self.pos.column, 1)  # columns count characters, as the parser's do
             end = self.pos.end_column if self.pos.end_line == self.pos.line and self.pos.end_column > start else start + 1
-            lines.append("    " + _under(source[:start - 1]) + "^" * max(len(_under(source[start - 1:end - 1])), 1))
+            carets = "^" * max(display_width(source[start - 1:end - 1]), 1)
+            lines.append("    " + blanks_under(source[:start - 1]) + carets)
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
-
-
-def _under(text: str) -> str:
-    """Blanks as wide on a terminal as `text`: a tab stays a tab, a wide (CJK) character takes two
-    columns and a combining mark none, so that a caret stands under its character."""
-    widths = {"W": "  ", "F": "  "}
-    return "".join("\t" if c == "\t" else "" if unicodedata.category(c) in ("Mn", "Me", "Cf")
-                   else widths.get(unicodedata.east_asian_width(c), " ") for c in text)
 
 
 class SpecError(EmcError):
