@@ -434,7 +434,7 @@ def _progress_line(record: dict) -> None:
     kind = "iter" if "iteration" in record else "pass"
     change = record.get("change")
     metrics = "  ".join(f"{k} {format_metric(k, v)}" for k, v in record.get("metrics", {}).items())
-    if "constraints" in record or "example_constraints" in record:  # posterior regularization
+    if "constraints" in record or "example_constraints" in record or "sparsity" in record:  # posterior regularization
         from emc.runtime.constraints import projection_text
         metrics = f"{metrics}  {projection_text(record)}"
     _note(f"\r{kind} {step:4d}  objective {record['objective']:.8g}  change "

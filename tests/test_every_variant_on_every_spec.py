@@ -38,7 +38,7 @@ def options_for(spec):
 
 def refused(problem, algorithm: str) -> bool:
     """Whether the algorithm refuses the problem's featured blocks, or its constraints on the
-    posterior (emc/runtime/constraints.py, example_constraints.py), and says so when asked to fit."""
+    posterior (emc/runtime/constraints.py, example_constraints.py, sparsity.py), and says so when asked to fit."""
     constrained = any(f.kind == "constraint" for f in problem.model.checked.factors)
     if constrained and not VARIANTS[algorithm].projects:
         with pytest.raises(EmcError, match="constraints"):
@@ -46,6 +46,10 @@ def refused(problem, algorithm: str) -> bool:
         return True
     if problem.model.checked.example_constraints and not VARIANTS[algorithm].projects:
         with pytest.raises(EmcError, match="cannot project onto the per-example constraint"):
+            fit(problem, FitSettings(algorithm=algorithm, iterations=1, passes=1))
+        return True
+    if problem.model.checked.sparsity and not VARIANTS[algorithm].projects:
+        with pytest.raises(EmcError, match="cannot project onto the posterior sparsity"):
             fit(problem, FitSettings(algorithm=algorithm, iterations=1, passes=1))
         return True
     if not (problem.layout.featured() and VARIANTS[algorithm].refuses_features):

@@ -216,23 +216,25 @@ def projection_text(record: dict) -> str:
     (lambda), the dual objective and the E-steps it took, then the per-example constraint's ('' without
     constraints)."""
     from emc.runtime.example_constraints import example_projection_text
+    from emc.runtime.sparsity import sparsity_text
 
     text = ""
     if "constraints" in record:
         shares = "  ".join(f"{c['name']} {c['before']:.3f}->{c['after']:.3f} (lambda {c['lambda']:.3g})"
                            for c in record["constraints"])
         text = f"{shares}  dual {record['dual']:.6g}  {record['projection_esteps']} E-steps"
-    return "  ".join(t for t in (text, example_projection_text(record)) if t)
+    return "  ".join(t for t in (text, example_projection_text(record), sparsity_text(record)) if t)
 
 
 def projection_lines(history: list[dict], shown: int = 5) -> list[str]:
     """`emc info RUN`: the projections of a fit's first and last `shown` iterations."""
-    records = [r for r in history if "constraints" in r or "example_constraints" in r]
+    records = [r for r in history if "constraints" in r or "example_constraints" in r or "sparsity" in r]
     if not records:
         return []
     lines = ["posterior regularization, per iteration: each constraint's expected share before -> after the "
              "projection (lambda), the dual objective (the projection's KL) and the E-steps it took; a per-example "
-             "constraint's expected parts beyond its bound per position, before -> after:"]
+             "constraint's expected parts beyond its bound per position, before -> after; posterior sparsity's states per "
+             "word type (the summed largest posterior of each state) from the previous duals -> after:"]
     picked = records if len(records) <= 2 * shown else records[:shown] + [None] + records[-shown:]
     for r in picked:
         lines.append("  ..." if r is None else f"  iter {r.get('iteration', '?'):>4}  {projection_text(r)}")

@@ -21,7 +21,7 @@ from emc.spec.checks.blocks import BlockChecks
 from emc.spec.checks.constraints import ConstraintChecks
 from emc.spec.checks.header import HeaderChecks
 from emc.spec.errors import EmcError, one_of
-from emc.spec.model import CheckedModel, ExampleConstraint, Factor
+from emc.spec.model import CheckedModel, ExampleConstraint, Factor, SparsityConstraint
 from emc.structures.registry import codegen_for
 
 
@@ -46,11 +46,15 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
         binding = self._latent(observed)
         factors: list[Factor] = []
         example_constraints: list[ExampleConstraint] = []
+        sparsity: list[SparsityConstraint] = []
         if binding is not None:
             attributes = binding.structure.attributes(binding)
             factors = self._blocks(binding, attributes) + self._weights(binding, attributes)
             factors += self._constraints(binding, attributes, {f.name for f in factors})
             example_constraints = self._example_constraints(binding, attributes, {f.name for f in factors})
+            others = bool(example_constraints) or any(f.kind == "constraint" for f in factors)
+            sparsity = self._sparsity_constraints(
+                binding, attributes, {f.name for f in factors} | {c.name for c in example_constraints}, others)
             if not any(f.kind == "learned" for f in factors) and not self.sink.diagnostics:
                 pos = spec.latents[0].pos
                 self.error(pos, "the model has no learned block, so EM has nothing to estimate",
@@ -61,4 +65,4 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
         return CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
-                            self.params, self.base_dir, example_constraints)
+                            self.params, self.base_dir, example_constraints, sparsity)

@@ -209,6 +209,21 @@ class ExampleConstraint:
 
 
 @dataclass(frozen=True)
+class SparsityConstraint:
+    """`constraint NAME : E[max z per x] penalty SIGMA`: posterior sparsity (Graca, Ganchev, Taskar &
+    Pereira 2009): the posterior is projected with SIGMA times the sum, over the word types of x and
+    the states of z, of the state's largest posterior at a token of the type (emc/runtime/sparsity.py)."""
+
+    name: str
+    state: AttrRef
+    word: AttrRef
+    penalty: float
+    pos: Pos
+    name_pos: Pos
+    penalty_pos: Pos
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     value: float
@@ -236,6 +251,7 @@ class Spec:
     params: list[Param] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     example_constraints: list[ExampleConstraint] = field(default_factory=list)
+    sparsity_constraints: list[SparsityConstraint] = field(default_factory=list)
     structures: list["StructureDecl"] = field(default_factory=list)
 
     @property

@@ -119,6 +119,23 @@ class ExampleConstraint:
         return f"E[count per {self.attr.text}] {self.op} {self.bound:g}"
 
 
+@dataclass(frozen=True)
+class SparsityConstraint:
+    """A checked posterior-sparsity constraint (`constraint NAME : E[max z per x] penalty 1.0`): the
+    projected posterior q minimises KL(q || p) + penalty * sum over the word types w of `word` and
+    the states t of `state` of max over the tokens i of w of q(z_i = t) (emc/runtime/sparsity.py)."""
+
+    name: str
+    state: ResolvedAttr
+    word: ResolvedAttr
+    penalty: float
+    pos: ir.Pos
+
+    @property
+    def signature(self) -> str:
+        return f"E[max {self.state.text} per {self.word.text}] penalty {self.penalty:g}"
+
+
 @dataclass
 class CheckedModel:
     """A spec that passed every check, with everything resolved for the code generator."""
@@ -135,6 +152,8 @@ class CheckedModel:
     base_dir: str = ""  # where the files the spec names were found (relative paths start there)
     # per-example constraints on the posterior (emc/runtime/example_constraints.py)
     example_constraints: list[ExampleConstraint] = field(default_factory=list)
+    # posterior sparsity (at most one; emc/runtime/sparsity.py)
+    sparsity: list[SparsityConstraint] = field(default_factory=list)
 
     @property
     def name(self) -> str:

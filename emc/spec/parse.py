@@ -207,6 +207,11 @@ class _ToIR(Transformer):
         name, attr, op, bound = children
         return ir.ExampleConstraint(str(name), attr.ref, str(op), bound.value, _pos(meta), _tok_pos(name), bound.pos)
 
+    def sparsity_constraint_decl(self, meta, children):
+        name, state, word, penalty = children
+        return ir.SparsityConstraint(str(name), state.ref, word.ref, penalty.value, _pos(meta), _tok_pos(name),
+                                     penalty.pos)
+
 
     # structures written as rules ---------------------------------------------------------------
     def ix_name(self, meta, children):
@@ -361,6 +366,8 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.constraints.append(stmt)
         elif isinstance(stmt, ir.ExampleConstraint):
             spec.example_constraints.append(stmt)
+        elif isinstance(stmt, ir.SparsityConstraint):
+            spec.sparsity_constraints.append(stmt)
         elif isinstance(stmt, ir.StructureDecl):
             spec.structures.append(stmt)
         elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):

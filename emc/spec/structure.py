@@ -169,6 +169,9 @@ class Structure:
     # the attributes (after the latent's name: "source") whose positions a per-example constraint
     # (`E[count per a.source] <= 1`) may group the parts by: its glue compiles the projection
     per_position: tuple[str, ...] = ()
+    # per_type(binding) -> the (state, token) attributes whose posterior sparsity (`E[max z per x]
+    # penalty s`, emc/runtime/sparsity.py) the glue compiles for this binding, or None
+    per_type: Callable[[Binding], tuple[str, str] | None] = lambda binding: None
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

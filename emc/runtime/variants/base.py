@@ -5,6 +5,7 @@ import numpy as np
 
 from emc.runtime.constraints import Projection
 from emc.runtime.example_constraints import ExampleProjection, attach
+from emc.runtime.sparsity import attach_sparsity
 from emc.runtime.executor import EStepResult, LocalExecutor
 from emc.runtime.state import FitState, Objective, example_weights
 from emc.runtime.mstep import maximize
@@ -52,6 +53,7 @@ class Variant:
             raise EmcError(bad_choice)
         self.projection = self._projection(problem, settings)
         self.example_projection = self._example_projection(problem, executor, settings)
+        self.sparsity = attach_sparsity(self, problem, executor, settings)  # posterior sparsity (E[max z per x])
         overridden = sorted(set(featured) & set(settings.regularizers))
         if overridden:
             raise EmcError(f"--smooth/--prior {overridden[0]}: a featured block is regularised by its l2(kappa) "
@@ -87,6 +89,8 @@ class Variant:
         record = dict(self.projection.last) if self.projection is not None else {}
         if self.example_projection is not None:
             record.update(self.example_projection.last)
+        if self.sparsity is not None:
+            record.update(self.sparsity.last)
         return record
 
     def projected_estep(self, state: FitState, params: ParamState | None = None) -> tuple[EStepResult, float]:
@@ -94,13 +98,15 @@ class Variant:
         state and left there, so a checkpoint holds them and a resumed fit continues exactly."""
         if self.projection is not None and CORPUS_DUALS in state.extra:
             self.projection.lam = np.array(state.extra[CORPUS_DUALS], np.float64)
-        if self.example_projection is not None:
-            self.example_projection.resume(state.extra)
+        for projection in (self.example_projection, self.sparsity):
+            if projection is not None:
+                projection.resume(state.extra)
         result = self.full_estep(state.params if params is None else params)
         if self.projection is not None:
             state.extra[CORPUS_DUALS] = self.projection.lam
-        if self.example_projection is not None:
-            self.example_projection.keep(state.extra)
+        for projection in (self.example_projection, self.sparsity):
+            if projection is not None:
+                projection.keep(state.extra)
         return result
 
     def start(self, state: FitState) -> None:
@@ -118,6 +124,8 @@ class Variant:
 
         if self.projection is not None and semiring == SUM:
             return self.projection.estep(params, run)
+        if self.sparsity is not None and semiring == SUM:
+            return self.sparsity.estep(params, run)
         return run(params)
 
     def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:

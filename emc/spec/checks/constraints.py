@@ -9,7 +9,7 @@ from emc.io.views import view_key
 from emc.spec import ir
 from emc.spec.checks.attributes import AttributeChecks
 from emc.spec.errors import one_of
-from emc.spec.model import Bound, ExampleConstraint, Factor
+from emc.spec.model import Bound, ExampleConstraint, Factor, SparsityConstraint
 from emc.spec.structure import Attribute, Binding
 
 
@@ -82,3 +82,46 @@ class ConstraintChecks(AttributeChecks):
             if attr is not None:
                 out.append(ExampleConstraint(c.name, attr, c.op, c.bound, c.pos))
         return out
+
+    def _sparsity_constraints(self, binding: Binding, attributes: dict[str, Attribute], taken: set[str],
+                              others: bool) -> list[SparsityConstraint]:
+        """Each `constraint NAME : E[max z per x] penalty s`: the (state, token) attributes the
+        structure's glue compiles posterior sparsity for (Structure.per_type), a penalty of 0 or
+        more; one per spec, and no other constraint beside it (`others`: the spec has one)."""
+        out = []
+        pair = binding.structure.per_type(binding)
+        for c in self.spec.sparsity_constraints:
+            if c.name in taken or c.name in (binding.latent, *binding.observed.values()):
+                self.error(c.name_pos, f"the name '{c.name}' is already used", "give the constraint a name of its own")
+                continue
+            taken.add(c.name)
+            if not (math.isfinite(c.penalty) and c.penalty >= 0.0):
+                self.error(c.penalty_pos, f"the penalty {c.penalty:g} is not a weight",
+                           "posterior sparsity adds penalty times the summed largest posteriors: give a number of 0 "
+                           "or more (0 is plain EM)")
+                continue
+            if pair is None:
+                self.error(c.pos, f"the {binding.structure.name} structure {self._structure_args(binding)}does not "
+                                  "compile posterior sparsity",
+                           "E[max z per x] is compiled for a first-order chain (chain(x, states=K))")
+                continue
+            bad = [(ref, want) for ref, want in ((c.state, pair[0]), (c.word, pair[1])) if ref.text != want]
+            if bad:
+                ref, want = bad[0]
+                self.error(ref.pos, f"posterior sparsity of a {binding.structure.name} is written "
+                                    f"E[max {pair[0]} per {pair[1]}], not with '{ref.text}'", f"write '{want}' here")
+                continue
+            if out or others:
+                self.error(c.pos, "posterior sparsity is a spec's only constraint",
+                           "the E-step projects onto one sparsity constraint and nothing else: keep one statement")
+                continue
+            state, word = self._resolve(c.state, attributes, binding), self._resolve(c.word, attributes, binding)
+            if state is not None and word is not None:
+                out.append(SparsityConstraint(c.name, state, word, c.penalty, c.pos))
+        return out
+
+    @staticmethod
+    def _structure_args(binding: Binding) -> str:
+        order = binding.args.get("order")
+        return f"of order {order} " if order is not None and order != 1 else ""
+

@@ -72,4 +72,6 @@ CHAIN = Structure(
     table_space=_table_space,
     dp="forward-backward (Viterbi for decoding) in linear space with rescaling",
     cost=lambda args: f"O(n K^{args['order'] + 1}) per sentence of n tokens, K = {args['states']} states",
+    # the first-order glue shifts each token's state scores by the sparsity's duals
+    per_type=lambda binding: (binding.latent, binding.observed["x"]) if binding.args["order"] == 1 else None,
 )

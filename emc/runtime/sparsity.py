@@ -1,0 +1,172 @@
+"""Posterior sparsity (Graca, Ganchev, Taskar & Pereira 2009, "Posterior vs. parameter sparsity in
+latent variable models"): with `constraint NAME : E[max z per x] penalty sigma` each E-step's
+posterior p is replaced by
+
+    q = argmin_q KL(q || p) + sigma * sum over word types w and states t of max_{i: x_i = w} q(z_i = t)
+
+(an L1/Linf penalty: each word type should use few states). Its dual has one multiplier
+lambda[i, t] per token i and state t, with lambda >= 0 and sum over the tokens of w of
+lambda[i, t] <= sigma for each (w, t); q_lambda ~ p exp(-sum lambda[i, t] 1[z_i = t]), and the duals
+minimise G(lambda) = sum_x w_x log Z_x(lambda) (the log partition functions of the model with token
+i's state-t score times exp(-lambda[i, t]), which are normalised by p(x), so G(0) = log p(x)).
+G is convex with gradient -w_x q_lambda(z_i = t); at its minimum G = log p(x) - KL(q || p) - sigma *
+sum max q, the objective PR-EM never lowers, and the fit reports G at the duals reached.
+
+Each evaluation of G is one E-step of the compiled glue with the duals in `derived` after prepare's
+numbers (emc/structures/chain/sparsity.py, which also writes the posteriors back); between them this
+module takes projected-gradient steps (Barzilai-Borwein lengths, Armijo's test, the projection onto
+the capped simplexes in emc/runtime/sparsity_duals.py), warm-started from the previous iteration's
+duals, at most `--constraint-esteps` E-steps an iteration. A step is taken only when G falls, so the
+dual objective G(0) - G(lambda) only grows within a projection. With sigma = 0 every lambda is 0,
+each score is multiplied by exactly 1.0, and the fit is plain EM's bit for bit.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from emc.runtime import sparsity_duals as duals
+from emc.runtime.params import ParamState
+from emc.spec.errors import EmcError
+
+if TYPE_CHECKING:
+    from emc.runtime.executor import EStepResult
+
+ARMIJO = 1e-4  # the share of the linear decrease a step must achieve
+SHRINK = 0.25  # a refused step is this much shorter at the next try
+STATE_KEY = "sparsity_duals"  # the duals in a fit's state.extra (checkpoints hold them)
+
+
+class PosteriorSparsity:
+    """The duals of a spec's sparsity constraint, the `derived` buffer that carries them to the
+    generated E-step (the executor's hook: `derived` and `collect`), and the projection."""
+
+    def __init__(self, problem, weights: np.ndarray, max_esteps: int = 20, tolerance: float = 1e-3):
+        (self.constraint,) = problem.model.checked.sparsity
+        self.sigma = float(self.constraint.penalty)
+        words = problem.corpus.fields[self.constraint.word.attribute.tokens_of]
+        self.n_tokens, self.K = len(words.ids), int(problem.args["states"])
+        # the duals and posteriors are held in type order (emc/runtime/sparsity_duals.py): row j is
+        # token order[j], and type w's tokens are rows starts[w]:starts[w + 1]
+        self.order = np.argsort(words.ids, kind="stable").astype(np.int64)
+        counts = np.bincount(words.ids, minlength=1)
+        self.starts = np.concatenate([[0], np.cumsum(counts[counts > 0])]).astype(np.int64)
+        self.types = len(self.starts) - 1
+        self.spread = np.random.default_rng(0).permutation(self.types).astype(np.int64)  # threads' shares
+        self.weight = np.repeat(np.asarray(weights, np.float64), words.lengths())[self.order]
+        self.prepared = 2 * self.K * self.K + 2 * self.K  # prepare's numbers (the chain glue's _prepared)
+        size = self.n_tokens * self.K
+        self.buffer = np.zeros(self.prepared + 2 * size)
+        # in corpus order, as the generated E-step reads and writes them
+        self.shifts = self.buffer[self.prepared:self.prepared + size].reshape(self.n_tokens, self.K)
+        self.posterior = self.buffer[self.prepared + size:].reshape(self.n_tokens, self.K)
+        self.lam = np.zeros((self.n_tokens, self.K))  # the duals reached, in type order (the next start)
+        self.q = self.posterior  # the latest projection's posteriors, in corpus order (tokens x K)
+        self.length = 1.0  # the step length, carried from one projection to the next
+        self.max_esteps = max_esteps
+        self.tolerance = tolerance
+        self.last: dict = {}
+        self.duals: list[float] = []  # the dual objective G(0) - G(lambda) at each accepted lambda
+
+    # the executor's hook (LocalExecutor.prepare / estep) --------------------------------------------
+    def derived(self, prepared: np.ndarray) -> np.ndarray:
+        """prepare's numbers followed by the duals and room for the posteriors (one buffer, no copy)."""
+        self.buffer[:self.prepared] = prepared
+        return self.buffer
+
+    def collect(self, derived: np.ndarray, examples: np.ndarray, weights: np.ndarray) -> None:
+        """Nothing: the posteriors are read from the buffer by `estep`."""
+
+    # the state of a fit -------------------------------------------------------------------------------
+    def keep(self, extra: dict) -> None:
+        extra[STATE_KEY] = self.lam
+
+    def resume(self, extra: dict) -> None:
+        lam = extra.get(STATE_KEY)
+        if lam is not None:
+            if np.shape(lam) != self.lam.shape:
+                raise EmcError(f"the checkpoint's duals of constraint '{self.constraint.name}' do not fit this data "
+                               f"({np.shape(lam)[0]} tokens, the data has {self.n_tokens})")
+            self.lam = np.array(lam, np.float64)
+
+    # the projection ---------------------------------------------------------------------------------
+    def _run(self, run, params, lam):
+        """One E-step with the duals `lam` (type order): (result, G, the posteriors in type order)."""
+        self.shifts[self.order] = lam
+        self.posterior[:] = 0.0  # an impossible example leaves its tokens' posteriors at 0
+        result, objective = run(params)
+        return result, objective, self.posterior[self.order]
+
+    def estep(self, params: ParamState, run: Callable[[ParamState], tuple[EStepResult, float]]
+              ) -> tuple[EStepResult, float]:
+        """The projected E-step: `run(params)` is one ordinary E-step (result, objective) of the
+        generated code, which reads the duals in the buffer; returns those of the projected
+        posterior, whose duals stay in `lam` for the next one. Steps stop when one moves no dual by
+        more than `tolerance`, or after `max_esteps` E-steps."""
+        lam = self.lam
+        result, objective, posterior = self._run(run, params, lam)
+        start_objective, start_norm, esteps = objective, self._norm(posterior), 1
+        self.duals = [0.0]
+        length, moved = self.length, np.inf
+        while esteps < self.max_esteps and moved > self.tolerance:
+            trial = np.empty_like(lam)
+            accepted = False
+            while esteps < self.max_esteps:
+                duals.gradient_step(lam, posterior, self.weight, length, self.starts, self.spread, self.sigma, trial)
+                decrease = duals.step_products(lam, trial, posterior, posterior, self.weight)[0]
+                if decrease == 0.0:  # the projection takes the step back: lambda is optimal
+                    break
+                new, new_objective, new_posterior = self._run(run, params, trial)
+                esteps += 1
+                if new_objective <= objective + ARMIJO * decrease:
+                    accepted = True
+                    break
+                length *= SHRINK
+            if not accepted:
+                break
+            _, ss, sy, moved = duals.step_products(lam, trial, posterior, new_posterior, self.weight)
+            if sy > 0:  # Barzilai-Borwein
+                length = ss / sy
+            result, objective, lam, posterior = new, new_objective, trial, new_posterior
+            self.duals.append(start_objective - objective)
+        self.lam, self.length = lam, length
+        self.shifts[self.order] = lam  # decoding and posteriors during the fit read the duals reached
+        self.q = np.empty_like(posterior)
+        self.q[self.order] = posterior
+        self.last = {"sparsity": {
+            "name": self.constraint.name, "penalty": self.sigma, "before": start_norm, "after": self._norm(posterior),
+            "lambda": float(lam.sum()) / max(self.types, 1), "dual": start_objective - objective,
+            "esteps": esteps}}
+        return result, objective
+
+    def _norm(self, posterior: np.ndarray) -> float:
+        """The L1/Linf norm per word type: the summed largest posterior of each state (the soft
+        number of states a type uses)."""
+        return duals.summed_max(posterior, self.starts) / max(self.types, 1)
+
+
+def attach_sparsity(variant, problem, executor, settings) -> PosteriorSparsity | None:
+    """Set the executor to carry the spec's sparsity duals into each E-step (None without the
+    constraint, or with --constraints off); refuse a variant that cannot project."""
+    constraints = problem.model.checked.sparsity
+    if not constraints or settings.constraints == "off":
+        return None
+    name = constraints[0].name
+    if not variant.projects:
+        raise EmcError(f"--algorithm {variant.name} cannot project onto the posterior sparsity '{name}' (its "
+                       f"posteriors are not projected): use batch, annealed, skewed or vb, or --constraints off")
+    if not hasattr(executor, "example_projection"):
+        raise EmcError(f"constraint '{name}' is projected on this machine only: fit without --workers/--scheduler, "
+                       f"or with --constraints off")
+    executor.example_projection = PosteriorSparsity(problem, variant.weights, settings.constraint_esteps)
+    return executor.example_projection
+
+
+def sparsity_text(record: dict) -> str:
+    """One iteration's projection in a few words ('' without posterior sparsity)."""
+    s = record.get("sparsity")
+    if not s:
+        return ""
+    return (f"{s['name']} states per word {s['before']:.3f}->{s['after']:.3f} from the previous duals (mean summed "
+            f"lambda a type {s['lambda']:.3g}, dual {s['dual']:.6g}, {s['esteps']} E-steps)")
