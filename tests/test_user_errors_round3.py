@@ -415,6 +415,22 @@ def test_fit_says_up_front_what_an_iteration_costs_and_which_sentence_dominates(
     assert "the longest sentence alone is" in err and "--max-length 12 leaves it out" in err
 
 
+def test_the_warm_up_runs_the_shortest_example_not_the_first(tmp_path, monkeypatch):
+    """A 3,000-token first sentence under the DMV kept `emc info` and `emc fit` in their warm-up
+    (compiling the E-step on example 0) for hours, before the cost could be said."""
+    from emc.runtime.executor import LocalExecutor
+    from emc.runtime.params import random_init
+    from helpers import problem_from_lines
+
+    problem = problem_from_lines(tmp_path, (ROOT / "specs" / "dmv.em").read_text(),
+                                 ["a b " * 20, "a b c d", "c", "d c b"])
+    executor = LocalExecutor(problem)
+    ran = []
+    monkeypatch.setattr(executor, "estep", lambda params, examples, *rest: ran.append(list(examples)))
+    executor.warm_up(random_init(problem.layout, problem.fixed_theta, np.random.default_rng(0), 1.0))
+    assert ran == [[2]]
+
+
 def test_the_length_power_is_read_from_the_structures_cost_model():
     from emc.runtime.cost import length_power
 

@@ -139,7 +139,10 @@ class DaskExecutor:
 
     def warm_up(self, params: ParamState) -> float:
         t0 = time.perf_counter()
-        self.estep(params, self.bounds[:-1][np.diff(self.bounds) > 0], SUM, np.ones(int((np.diff(self.bounds) > 0).sum())))
+        # each worker's shortest example: its first may be a 3,000-token sentence whose DP takes minutes
+        lengths = self.problem.corpus.lengths()
+        shortest = [a + int(np.argmin(lengths[a:b])) for a, b in zip(self.bounds[:-1], self.bounds[1:]) if b > a]
+        self.estep(params, np.array(shortest, np.int64), SUM, np.ones(len(shortest)))
         return time.perf_counter() - t0
 
     def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
