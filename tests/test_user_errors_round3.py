@@ -439,6 +439,13 @@ def test_the_length_power_is_read_from_the_structures_cost_model():
     assert length_power("O(m l) per pair") is None
 
 
+def test_a_long_iteration_is_said_in_minutes_hours_or_days():
+    from emc.runtime.cost import duration_text
+
+    assert [duration_text(s) for s in (0.0123, 45, 1360, 7300, 1.5e6)] == ["0.012 s", "45 s", "23 minutes",
+                                                                          "2 hours", "17 days"]
+
+
 def test_info_with_data_says_what_an_iteration_costs(tmp_path, data, capsys):
     assert main(["info", SPEC, str(data), "--states", "2"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

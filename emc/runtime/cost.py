@@ -91,8 +91,15 @@ def say_iteration_cost(executor, params: ParamState, cost: str, say: Callable[[s
     if predicted is None or predicted[0] < REPORT_SECONDS:
         return
     seconds, share, next_longest = predicted
-    when = f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:.0f} s"
     dominant = (f"; the longest sentence alone is {share:.0%} of it: --max-length {next_longest} leaves it out"
                 if share > 0.5 and next_longest else "")
-    say(f"emc: one iteration will take about {when} on this machine (its E-step: {cost}, timed here on short "
+    say(f"emc: one iteration will take about {duration_text(seconds)} on this machine (its E-step: {cost}, timed here on short "
         f"sentences){dominant}")
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as a reader takes it in: 0.012 s, 45 s, 22 minutes, 5 hours, 17 days."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"

@@ -75,7 +75,7 @@ def _describe_data(model_checked: CheckedModel, path: str, options: dict[str, An
 def _iteration_cost(model: CheckedModel, problem) -> list[str]:
     """What one E-step over the data costs on this machine (emc/runtime/cost.py: the structure's
     cost model, its constant timed here on short sentences)."""
-    from emc.runtime.cost import length_power, predicted_iteration
+    from emc.runtime.cost import duration_text, length_power, predicted_iteration
     from emc.runtime.executor import LocalExecutor
     from emc.runtime.params import random_init
 
@@ -89,7 +89,7 @@ def _iteration_cost(model: CheckedModel, problem) -> list[str]:
     seconds, share, next_longest = predicted
     dominant = (f"; the longest sentence alone is {share:.0%} of it (--max-length {next_longest} leaves it out)"
                 if share > 0.5 and next_longest else "")
-    return [f"  one iteration's E-step: about {seconds:.3g} s on this machine ({cost}){dominant}"]
+    return [f"  one iteration's E-step: about {duration_text(seconds)} on this machine ({cost}){dominant}"]
 
 
 def describe_run(run: str, top: int = 8) -> str:
