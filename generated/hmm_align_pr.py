@@ -117,8 +117,14 @@ def _prepared(meta):
 
 
 @njit(cache=True)
+def _projection_base(meta, derived):
+    """Where the projection's numbers start in derived."""
+    return _prepared(meta)
+
+
+@njit(cache=True)
 def _projecting(semiring, meta, derived):
-    return semiring == SUM and derived.shape[0] > _prepared(meta)
+    return semiring == SUM and derived.shape[0] > _projection_base(meta, derived)
 
 
 @njit(cache=True)
@@ -136,7 +142,7 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
     gradient steps (Barzilai-Borwein lengths, Armijo's test), each one E-step with shifted link
     scores, from lambda = 0 and from the pair's previous lambda; at most derived's number of
     E-steps. Returns f at the solution (log p(x) - KL(q || p)); posterior and jumps are q's."""
-    base = _prepared(meta)
+    base = _projection_base(meta, derived)
     source = array(ints, layout, A_SOURCE_OFFSETS)
     l = source[ex + 1] - source[ex]
     warm = derived[base + PROJECTION_HEAD + source[ex]:base + PROJECTION_HEAD + source[ex + 1]]
@@ -188,7 +194,7 @@ def _projected_scores(ex, ints, layout, meta, derived, scores):
     """The link scores shifted by the pair's projected duals (their best alignment is decoded)."""
     _project(ex, ints, layout, meta, derived, scores, np.empty_like(scores), np.zeros(_prepared(meta)))
     source = array(ints, layout, A_SOURCE_OFFSETS)
-    base = _prepared(meta)
+    base = _projection_base(meta, derived)
     duals = derived[base + PROJECTION_HEAD + source[ex]:base + PROJECTION_HEAD + source[ex + 1]]
     shifted = np.empty_like(scores)
     projection.shift(scores, duals, derived[base + 4], shifted)

@@ -170,6 +170,8 @@ def render_context(model: CheckedModel, layout: CodeLayout) -> dict:
                     for f in model.factors],
         # per-example constraints (at most one; the checker allows them where the glue projects)
         "example_constraints": [(comment_text(c.name), comment_text(c.signature)) for c in model.example_constraints],
+        # the symmetry constraint (`E[a] agree`): the alignment's glue shifts link scores by its duals
+        "symmetric": model.symmetric is not None,
         # posterior sparsity (at most one; a chain's glue shifts token scores by its duals)
         "sparsity": [(comment_text(c.name), comment_text(c.signature)) for c in model.sparsity],
     }

@@ -25,11 +25,21 @@ STATE_KEY = "example_duals"  # the duals in a fit's state.extra
 
 
 class ExampleProjection:
-    """The duals of a problem's per-example constraint, and the derived vector that carries them."""
+    """The duals of a problem's per-example constraint, and the derived vector that carries them.
+
+    With a symmetry constraint (`E[a] agree`, emc/runtime/symmetry.py) the vector also carries
+    each link's score shift, `link_shifts` (per-pair offsets and the shifts), which the symmetry's
+    solver sets before each E-step; it solves bijectivity's duals itself (`inside` False), so the
+    glue then leaves the per-example projection out."""
 
     def __init__(self, problem, max_esteps: int = 20, tolerance: float = TOLERANCE):
-        (self.constraint,) = problem.model.checked.example_constraints
-        self.offsets = problem.model.module.dual_offsets(problem.ints, problem.array_bounds)
+        checked = problem.model.checked
+        self.constraint = checked.example_constraints[0] if checked.example_constraints else None
+        self.symmetric = checked.symmetric is not None
+        self.inside = self.constraint is not None
+        self.link_shifts: tuple[np.ndarray, np.ndarray] | None = None
+        self.offsets = (problem.model.module.dual_offsets(problem.ints, problem.array_bounds)
+                        if self.constraint is not None else np.zeros(problem.n_examples + 1, np.int64))
         self.duals = np.zeros(int(self.offsets[-1]))
         self.n_examples = len(self.offsets) - 1
         self.max_esteps = max_esteps
@@ -37,14 +47,23 @@ class ExampleProjection:
         self.last: dict = {}
 
     def derived(self, prepared: np.ndarray) -> np.ndarray:
-        """prepare's numbers followed by the projection's: settings, the duals, room for statistics."""
-        stats_at = len(prepared) + HEAD + len(self.duals)
+        """prepare's numbers followed by the link shifts (with a symmetry constraint) and the
+        projection's numbers: settings, the duals, room for statistics."""
+        parts = [prepared]
+        if self.symmetric:
+            offsets, shifts = self.link_shifts if self.link_shifts is not None else (np.zeros(1), np.zeros(0))
+            parts += [np.array([len(offsets) - 1], np.float64), offsets.astype(np.float64), shifts]
+        if not self.inside:
+            return np.concatenate(parts)
+        stats_at = sum(len(p) for p in parts) + HEAD + len(self.duals)
         c = self.constraint
         head = np.array([self.max_esteps, self.tolerance, stats_at, c.bound, c.sign], np.float64)
-        return np.concatenate([prepared, head, self.duals, np.zeros(STATS * self.n_examples)])
+        return np.concatenate([*parts, head, self.duals, np.zeros(STATS * self.n_examples)])
 
     def collect(self, derived: np.ndarray, examples: np.ndarray, weights: np.ndarray) -> None:
         """The E-step's duals (the next one's warm start) and what its projections did."""
+        if not self.inside:
+            return
         start = len(derived) - STATS * self.n_examples - len(self.duals)
         self.duals = derived[start:start + len(self.duals)].copy()
         stats = derived[start + len(self.duals):].reshape(self.n_examples, STATS)[examples]
@@ -75,7 +94,8 @@ class ExampleProjection:
 def attach(executor, problem, settings) -> ExampleProjection | None:
     """Set the executor to project each E-step's posteriors onto the spec's per-example
     constraint (none without one, or with --constraints off); the projection, or None."""
-    constraints = problem.model.checked.example_constraints
+    checked = problem.model.checked
+    constraints = [*checked.example_constraints, *([checked.symmetric] if checked.symmetric else [])]
     if not constraints or settings.constraints == "off":
         return None
     if not hasattr(executor, "example_projection"):
@@ -89,7 +109,8 @@ def example_projection_text(record: dict) -> str:
     """One iteration's per-example projection in a few words ('' without one)."""
     if "example_constraints" not in record:
         return ""
-    return "  ".join(f"{c['name']} excess {c['before']:.3f}->{c['after']:.3f} per position (lambda {c['lambda']:.3g}, "
+    return "  ".join(f"{c['name']} {c.get('measure', 'excess')} {c['before']:.3f}->{c['after']:.3f} per "
+                     f"{c.get('per', 'position')} (lambda {c['lambda']:.3g}, "
                      f"KL {c['dual']:.6g}, {c['esteps']:.1f} E-steps a pair)" for c in record["example_constraints"])
 
 

@@ -46,12 +46,14 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
         binding = self._latent(observed)
         factors: list[Factor] = []
         example_constraints: list[ExampleConstraint] = []
+        symmetric = None
         sparsity: list[SparsityConstraint] = []
         if binding is not None:
             attributes = binding.structure.attributes(binding)
             factors = self._blocks(binding, attributes) + self._weights(binding, attributes)
             factors += self._constraints(binding, attributes, {f.name for f in factors})
             example_constraints = self._example_constraints(binding, attributes, {f.name for f in factors})
+            symmetric = self._symmetric_constraint(binding, {f.name for f in factors} | {c.name for c in example_constraints})
             others = bool(example_constraints) or any(f.kind == "constraint" for f in factors)
             sparsity = self._sparsity_constraints(
                 binding, attributes, {f.name for f in factors} | {c.name for c in example_constraints}, others)
@@ -65,4 +67,4 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
         return CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
-                            self.params, self.base_dir, example_constraints, sparsity)
+                            self.params, self.base_dir, example_constraints, sparsity, symmetric=symmetric)

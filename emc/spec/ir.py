@@ -194,6 +194,19 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class SymmetricConstraint:
+    """`constraint NAME : E[a] agree`: the alignment's two directions are trained together, each
+    pair's posteriors over both directions' alignments projected onto those whose expected links
+    agree (Ganchev, Graca & Taskar 2008; emc/runtime/symmetry.py)."""
+
+    name: str
+    latent: str
+    pos: Pos
+    name_pos: Pos
+    latent_pos: Pos
+
+
+@dataclass(frozen=True)
 class ExampleConstraint:
     """`constraint NAME : E[count per a.source] <= BOUND`: in every example, at every position of
     the attribute's tokens, the expected number of parts there is at most (`<=`) or at least
@@ -251,6 +264,7 @@ class Spec:
     params: list[Param] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     example_constraints: list[ExampleConstraint] = field(default_factory=list)
+    symmetric_constraints: list[SymmetricConstraint] = field(default_factory=list)
     sparsity_constraints: list[SparsityConstraint] = field(default_factory=list)
     structures: list["StructureDecl"] = field(default_factory=list)
 

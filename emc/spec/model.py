@@ -136,6 +136,19 @@ class SparsityConstraint:
         return f"E[max {self.state.text} per {self.word.text}] penalty {self.penalty:g}"
 
 
+@dataclass(frozen=True)
+class SymmetricConstraint:
+    """A checked symmetry constraint (`constraint NAME : E[a] agree`): both directions of the
+    alignment trained together, their link posteriors projected to agree (emc/runtime/symmetry.py)."""
+
+    name: str
+    pos: ir.Pos
+
+    @property
+    def signature(self) -> str:
+        return "both directions' link posteriors agree"
+
+
 @dataclass
 class CheckedModel:
     """A spec that passed every check, with everything resolved for the code generator."""
@@ -154,6 +167,8 @@ class CheckedModel:
     example_constraints: list[ExampleConstraint] = field(default_factory=list)
     # posterior sparsity (at most one; emc/runtime/sparsity.py)
     sparsity: list[SparsityConstraint] = field(default_factory=list)
+    # the alignment's two directions' posteriors agree (`E[a] agree`; emc/runtime/symmetry.py)
+    symmetric: SymmetricConstraint | None = None
 
     @property
     def name(self) -> str:

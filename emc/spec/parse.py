@@ -203,6 +203,10 @@ class _ToIR(Transformer):
         return ir.Constraint(str(name), attrs, str(path)[1:-1], str(op), bound.value, _pos(meta), _tok_pos(name),
                              _tok_pos(path), bound.pos)
 
+    def symmetric_constraint_decl(self, meta, children):
+        name, latent = children
+        return ir.SymmetricConstraint(str(name), str(latent), _pos(meta), _tok_pos(name), _tok_pos(latent))
+
     def example_constraint_decl(self, meta, children):
         name, attr, op, bound = children
         return ir.ExampleConstraint(str(name), attr.ref, str(op), bound.value, _pos(meta), _tok_pos(name), bound.pos)
@@ -366,6 +370,8 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.constraints.append(stmt)
         elif isinstance(stmt, ir.ExampleConstraint):
             spec.example_constraints.append(stmt)
+        elif isinstance(stmt, ir.SymmetricConstraint):
+            spec.symmetric_constraints.append(stmt)
         elif isinstance(stmt, ir.SparsityConstraint):
             spec.sparsity_constraints.append(stmt)
         elif isinstance(stmt, ir.StructureDecl):

@@ -169,6 +169,9 @@ class Structure:
     # the attributes (after the latent's name: "source") whose positions a per-example constraint
     # (`E[count per a.source] <= 1`) may group the parts by: its glue compiles the projection
     per_position: tuple[str, ...] = ()
+    # whether the structure has two directions whose link posteriors can be made to agree
+    # (`constraint NAME : E[a] agree`; the runtime trains both, emc/runtime/symmetry.py)
+    symmetric: bool = False
     # per_type(binding) -> the (state, token) attributes whose posterior sparsity (`E[max z per x]
     # penalty s`, emc/runtime/sparsity.py) the glue compiles for this binding, or None
     per_type: Callable[[Binding], tuple[str, str] | None] = lambda binding: None

@@ -255,14 +255,21 @@ def _unsupported(job) -> str | None:
     return None
 
 
-def fit_jointly(job) -> int:
-    """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step, run by
-    the shared EM loop; saves the forward model to RUN and the reverse one to RUN/reverse. RUN's
-    checkpoint holds both models after each iteration (the reverse one in the state's extra), so
-    `--resume RUN` continues the joint fit."""
+def fit_jointly(job, variant: type | None = None) -> int:
+    """`emc fit SPEC BITEXT --agree`: batch EM on both directions with the agreement E-step (or
+    `variant`'s: the symmetry constraint's, emc/runtime/modes/symmetric.py), run by the shared EM
+    loop; saves the forward model to RUN and the reverse one to RUN/reverse. RUN's checkpoint holds
+    both models after each iteration (the reverse one in the state's extra), so `--resume RUN`
+    continues the joint fit."""
+    variant = variant or Agreement
+    symmetric = job.job.checked.symmetric if job.settings.constraints != "off" else None
+    what = f"constraint '{symmetric.name}'" if variant is not Agreement else "--agree"
+    if variant is Agreement and symmetric is not None:
+        raise EmcError(f"--agree: the spec's constraint '{symmetric.name}' trains both directions together itself "
+                       f"(emc fit without --agree), or fit by agreement with --constraints off")
     unsupported = _unsupported(job)
     if unsupported:
-        raise EmcError(f"--agree does not support {unsupported}")
+        raise EmcError(f"{what} does not support {unsupported}")
     settings = job.settings
     reverse_options = {**job.options, "reverse": True}
     directions = []
@@ -274,7 +281,7 @@ def fit_jointly(job) -> int:
     forward, reverse = directions
     if forward.problem.n_examples != reverse.problem.n_examples:
         raise EmcError("the two directions kept different sentence pairs")
-    agreement = Agreement(directions, settings)
+    agreement = variant(directions, settings)
     state = job.saved_state(job.out)
     if state is None:
         state = FitState(params=None, rng=np.random.default_rng(settings.seed))
@@ -283,7 +290,7 @@ def fit_jointly(job) -> int:
     try:
         result = run_steps(agreement, state, settings, forward.problem.n_examples,
                            agreement.evaluate if agreement.gold is not None else None, job.observer, checkpointer,
-                           label=f"agreement {settings.describe()}")
+                           label=f"{'agreement' if variant is Agreement else 'symmetric'} {settings.describe()}")
     except KeyboardInterrupt:
         if job.out is None or not state.step:
             raise Interrupted("interrupted before the first iteration finished; nothing to save") from None

@@ -6,7 +6,9 @@ them jointly instead (agreement.py); `--forward-only` trains RUN alone.
 
 Decoding prints Pharaoh links in the bitext's orientation (i on the source side, j on the target
 side, 0-based):
-    (default)                    the forward model's Viterbi links; an --agree run's agreed links
+    (default)                    the forward model's Viterbi links; an --agree run's agreed links;
+                                 under a symmetry constraint (`E[a] agree`), the links whose mean
+                                 projected posterior is at least 0.5
     --threshold T                posterior decoding: links with posterior >= T (for an --agree
                                  run, the product of both directions' posteriors)
     --direction reverse          the reverse model's links instead
@@ -43,6 +45,10 @@ def fit_mode(options: dict[str, Any]) -> Callable | None:
 
 
 def fit_both_directions(job) -> int:
+    if job.job.checked.symmetric is not None and job.settings.constraints != "off":
+        from emc.runtime.modes import agreement, symmetric
+
+        return agreement.fit_jointly(job, symmetric.Symmetric)  # trained together, their posteriors agreeing
     job.run()
     job.say("emc: the reverse direction (target -> source)")
     job.run({**job.options, "reverse": True}, job.out / REVERSE if job.out else None)
@@ -51,6 +57,8 @@ def fit_both_directions(job) -> int:
 
 def decode_mode(saved: SavedRun, options: dict[str, Any], posteriors: bool) -> Callable | None:
     trained = saved.info["options"]
+    if posteriors and _symmetric(saved) and not options.get("direction") and not options.get("symmetrize"):
+        return decode_symmetric_posteriors
     if posteriors:
         # The ordinary path prints the saved model's own posteriors: a RUN/reverse folder's come out
         # in the reverse model's orientation, which is what decoding that folder asks for.
@@ -61,7 +69,7 @@ def decode_mode(saved: SavedRun, options: dict[str, Any], posteriors: bool) -> C
             raise EmcError("--posteriors prints the forward model's link posteriors; decode RUN without "
                            "--direction/--symmetrize (or RUN/reverse for the other direction's, in its own orientation)")
         return None
-    if trained.get("agree") or trained.get("reverse") or options.get("symmetrize") \
+    if trained.get("agree") or _symmetric(saved) or trained.get("reverse") or options.get("symmetrize") \
             or options.get("threshold") is not None or options.get("direction") == REVERSE:
         return decode_links
     return None
@@ -101,6 +109,44 @@ class _Direction:
         return {(j, i) for i, j in links} if self.reverse else set(links)
 
 
+def _symmetric(saved: SavedRun) -> bool:
+    """Whether the run's two directions were trained together under a symmetry constraint."""
+    fitted = saved.info.get("settings", {}).get("constraints", "on")
+    return saved.model.checked.symmetric is not None and fitted != "off" and not saved.info["options"].get("reverse")
+
+
+def _symmetric_posteriors(saved: SavedRun, path: str | None, options: dict[str, Any]):
+    """Both directions (forward, reverse) and their link posteriors, each pair projected to agree
+    as the fit projected them."""
+    from emc.runtime.modes import symmetric
+    from emc.runtime.symmetry import SymmetricProjection
+
+    directions = [_Direction(saved, path, options), _Direction(_reverse_run(saved), path, options)]
+    esteps = saved.info.get("settings", {}).get("constraint_esteps", 20)
+    return directions, symmetric.projected_posteriors(SymmetricProjection(*directions, max_esteps=esteps),
+                                                      directions, [d.params for d in directions])
+
+
+def _symmetric_links(saved: SavedRun, path: str | None, options: dict[str, Any], threshold: float | None):
+    """The forward direction and the links whose mean projected posterior is at least the threshold."""
+    from emc.runtime.modes import symmetric
+
+    directions, post = _symmetric_posteriors(saved, path, options)
+    level = symmetric.THRESHOLD if threshold is None else threshold
+    null = int(directions[0].problem.args["null"])
+    return directions[0], [symmetric.symmetric_links(f, r, null, level) for f, r in zip(*post)]
+
+
+def decode_symmetric_posteriors(saved: SavedRun, path: str | None, options: dict[str, Any]):
+    """`emc decode RUN --posteriors` of a symmetric run: the forward direction's projected link
+    posteriors (`i-j:p`, as a model's --posteriors prints them)."""
+    directions, post = _symmetric_posteriors(saved, path, options)
+    p = directions[0].problem
+    lines = [saved.model.data.format_posterior(p.corpus, saved.model.checked, q, post[0][q].ravel(), p.labels, p.args)
+             for q in range(p.n_examples)]
+    return in_input_order(p, lines), {}
+
+
 def _reverse_run(saved: SavedRun) -> SavedRun:
     path = Path(saved.path) / REVERSE
     if not (path / "run.json").exists():
@@ -113,7 +159,9 @@ def decode_links(saved: SavedRun, path: str | None, options: dict[str, Any]) -> 
     the data has some)."""
     threshold = options.get("threshold")
     heuristic = options.get("symmetrize")
-    if saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
+    if _symmetric(saved) and not heuristic and options.get("direction") is None:
+        forward, links = _symmetric_links(saved, path, options, threshold)
+    elif saved.info["options"].get("agree") and not heuristic and options.get("direction") is None:
         forward, reverse = _Direction(saved, path, options), _Direction(_reverse_run(saved), path, options)
         f_null = int(forward.problem.args["null"])
         from emc.runtime.modes import agreement

@@ -76,6 +76,10 @@ class Variant:
     def _example_projection(self, problem: Problem, executor, settings: FitSettings) -> ExampleProjection | None:
         """The executor set to project each example's posterior onto the spec's per-example
         constraint, or None (none, or --constraints off)."""
+        symmetric = problem.model.checked.symmetric
+        if symmetric is not None and settings.constraints != "off":
+            raise EmcError(f"constraint '{symmetric.name}' ties the alignment's two directions: `emc fit` trains both "
+                           f"together (not with --forward-only or --reverse), or fit one with --constraints off")
         constrained = [c.name for c in problem.model.checked.example_constraints]
         if constrained and settings.constraints != "off" and not self.projects:
             why = ("its passes run the E-step inside compiled code, without the duals" if self.name in ONLINE

@@ -9,7 +9,7 @@ from emc.io.views import view_key
 from emc.spec import ir
 from emc.spec.checks.attributes import AttributeChecks
 from emc.spec.errors import one_of
-from emc.spec.model import Bound, ExampleConstraint, Factor, SparsityConstraint
+from emc.spec.model import Bound, ExampleConstraint, Factor, SymmetricConstraint, SparsityConstraint
 from emc.spec.structure import Attribute, Binding
 
 
@@ -83,6 +83,29 @@ class ConstraintChecks(AttributeChecks):
                 out.append(ExampleConstraint(c.name, attr, c.op, c.bound, c.pos))
         return out
 
+    def _symmetric_constraint(self, binding: Binding, taken: set[str]) -> SymmetricConstraint | None:
+        """`constraint NAME : E[a] agree`: `a` the latent, of a structure with two directions
+        (Structure.symmetric); one per spec."""
+        out = None
+        for c in self.spec.symmetric_constraints:
+            if c.name in taken or c.name in (binding.latent, *binding.observed.values()):
+                self.error(c.name_pos, f"the name '{c.name}' is already used", "give the constraint a name of its own")
+                continue
+            taken.add(c.name)
+            if c.latent != binding.latent:
+                self.error(c.latent_pos, f"'{c.latent}' is not the latent structure",
+                           f"the directions' posteriors of the latent agree: write E[{binding.latent}] agree")
+                continue
+            if not binding.structure.symmetric:
+                self.error(c.pos, f"a {binding.structure.name} has no two directions whose posteriors could agree",
+                           "E[a] agree is for an alignment (trained source->target and target->source)")
+                continue
+            if out is not None:
+                self.error(c.pos, f"a spec has one symmetry constraint ('{out.name}' is one)", "keep one statement")
+                continue
+            out = SymmetricConstraint(c.name, c.pos)
+        return out
+
     def _sparsity_constraints(self, binding: Binding, attributes: dict[str, Attribute], taken: set[str],
                               others: bool) -> list[SparsityConstraint]:
         """Each `constraint NAME : E[max z per x] penalty s`: the (state, token) attributes the
@@ -124,4 +147,3 @@ class ConstraintChecks(AttributeChecks):
     def _structure_args(binding: Binding) -> str:
         order = binding.args.get("order")
         return f"of order {order} " if order is not None and order != 1 else ""
-

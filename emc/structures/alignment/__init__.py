@@ -99,4 +99,5 @@ ALIGNMENT = Structure(
     dp="per-target-word posteriors over source positions (a chain over them with jump=yes)",
     cost=lambda args: "O(m l) per pair" + (" (O(m l^2) with jumps)" if args.get("jump") else ""),
     per_position=("source",),
+    symmetric=True,
 )

@@ -26,6 +26,16 @@ def shift(scores, lam, sign, out):
 
 
 @njit(cache=True)
+def shift_links(scores, shifts):
+    """scores[i, j] times exp(shifts[i * m + j]) for the source rows (the symmetry constraint's
+    shifts of one direction, emc/runtime/symmetry.py); the NULL row as it is."""
+    m = scores.shape[1]
+    for i in range(shifts.shape[0] // m):
+        for j in range(m):
+            scores[i, j] *= np.exp(shifts[i * m + j])
+
+
+@njit(cache=True)
 def gradient(posterior, bound, sign, out):
     """out[i] = d f / d lambda_i = -E_q[psi_i] = -sign (expected links of position i - bound)."""
     for i in range(out.shape[0]):
