@@ -194,6 +194,11 @@ def _cut_vocabulary(v):
     return v
 
 
+def _add_a_value(v):
+    v["vocab:x"] = {"values": v["vocab:x"]["values"] + ["zz"], "counts": v["vocab:x"]["counts"] + [1]}
+    return v
+
+
 def _duplicate_value(v):
     v["vocab:x"]["values"][3] = v["vocab:x"]["values"][1]
     return v
@@ -207,6 +212,7 @@ DAMAGE = {
                      "spec.em is not the spec this model was fitted with"),
     "vocab.json a list": (lambda run: (run / "vocab.json").write_text("[1, 2]"), "not an object of vocabularies"),
     "vocab.json cut short": (lambda run: _edit_json(run / "vocab.json", _cut_vocabulary), "the file was cut"),
+    "vocab.json grown": (lambda run: _edit_json(run / "vocab.json", _add_a_value), "values were added to it"),
     "vocab.json duplicates": (lambda run: _edit_json(run / "vocab.json", _duplicate_value), "holds 'a' twice"),
     "settings of the wrong type": (lambda run: _edit_json(run / "run.json", lambda i: {**i, "settings": "batch"}),
                                    "run.json's 'settings' is a string"),

@@ -95,9 +95,9 @@ def check_vocabularies(info: dict[str, Any], vocabs: dict[str, Vocabulary]) -> N
     for name, size in info["vocab_sizes"].items():
         if name not in vocabs:
             raise EmcError(f"vocab.json has no vocabulary '{name}', which the model was trained on")
-        if len(vocabs[name]) < size:
+        if len(vocabs[name]) != size:  # both are written from one vocabulary when the model is saved
             raise EmcError(f"vocab.json's '{name}' has {len(vocabs[name])} values, but the model was trained on "
-                           f"{size}: the file was cut")
+                           f"{size}: " + ("the file was cut" if len(vocabs[name]) < size else "values were added to it"))
 
 
 def check_theta(theta: np.ndarray, expected: int) -> None:
