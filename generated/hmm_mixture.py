@@ -281,8 +281,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 if 0 <= rv1 <= ra1:
                                     rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
                                     ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
-                                    mu = (roh * rf) * rw0 * ru0
-                                    rsc1[np.uint64((ra1) * rr1 + (rv1) * size_0 + rv0)] += mu
+                                    rsc1[np.uint64((ra1) * rr1 + (rv1) * size_0 + rv0)] += (roh * rf) * ru0
                                     out[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)] += (roh * rf) * rw0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
@@ -298,14 +297,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 if roh != 0.0:
                                     rm1 = 0.0
                                     rp = 0.0
+                                    rg = 0.0
                                     for rv3 in range(0, ra1 + 1):
                                         rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                         ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
-                                        mu = (roh * rw1 * rf) * rw0 * ru0
-                                        rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += mu
-                                        rm1 += mu
-                                        rp += mu
+                                        rg += rw0 * ru0
+                                        rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += (roh * rw1 * rf) * ru0
                                         out[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)] += (roh * rw1 * rf) * rw0
+                                    rm1 += rg * roh * rw1 * rf
+                                    rp += rg * roh * rw1 * rf
                                     if posting:
                                         post[(-1 + rv0) * rpw + rv2] += rp
                                     if counting:
@@ -322,18 +322,19 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     if ru0 != 0.0:
                         rf = np.exp(ls[np.uint64(0)] - ls[lev])
                         rb0 = 0.0
+                        rg = 0.0
                         for rv0 in range(0, (-1 + ra0) + 1):
                             rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                             roh = out[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)]
-                            mu = (roh * ru0 * rf) * rw0
-                            rsc0[np.uint64((rv0) * rr0 + 0)] += mu
-                            rb0 += (roh * rf) * rw0
+                            rg += roh * rw0
+                            rsc0[np.uint64((rv0) * rr0 + 0)] += (ru0 * rf) * roh
+                        rb0 += rg * rf
                         out[np.uint64(b0)] += rb0
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
                 cell = ro0 + rsq
-                dense[cell] += rsc0[rsq] * weight
+                dense[cell] += rsc0[rsq] * derived[rd0 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -342,7 +343,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc1.shape[0]):
             if rsc1[rsq] != 0.0:
                 cell = ro1 + rsq
-                dense[cell] += rsc1[rsq] * weight
+                dense[cell] += rsc1[rsq] * derived[rd1 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

@@ -242,7 +242,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                 if roh != 0.0:
                     for rv0 in range(0, (-1 + ra0) + 1):
                         ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                        mu = (roh * rf) * ru0
                         out[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] += (roh * rf)
         rv0 = (lev - 1)
         if max(0, 2) <= rv0 <= n:
@@ -256,29 +255,30 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
                             if ru0 != 0.0:
                                 rb0 = 0.0
+                                rg = 0.0
                                 for rv1 in range(0, (-1 + ra0) + 1):
                                     rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
                                     rw1 = read_hoisted(rt1, rv1, token_1)
                                     roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
-                                    mu = (roh * ru0 * rf) * rw0 * rw1
+                                    rg += roh * rw0 * rw1
                                     if counting:
                                         cell = ro2 + (rv1) * rr2 + (rv2) * size_1 + token_0
-                                        dense[cell] += mu * weight
+                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * weight
                                         if tracked and mark[cell] == 0:
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
                                     if counting:
                                         cell = ro1 + (token_1) * rr1 + rv1
-                                        dense[cell] += mu * weight
+                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * weight
                                         if tracked and mark[cell] == 0:
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
                                     if posting:
-                                        rp = mu
+                                        rp = (ru0 * rf) * roh * rw0 * rw1
                                         post[(-1 + rv0) * rpw + rv1] += rp
-                                    rb0 += (roh * rf) * rw0 * rw1
+                                rb0 += rg * rf
                                 out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += rb0
         if 1 == lev - 1:
             if 0 <= 1 <= n:
@@ -289,23 +289,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rw1 = read_hoisted(rt1, rv0, token_1)
                         roh = out[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                        mu = (roh * rf) * rw0 * rw1
-                        rsc0[np.uint64((rv0) * rr0 + 0)] += mu
+                        rsc0[np.uint64((rv0) * rr0 + 0)] += rf * roh * rw1
                         if counting:
                             cell = ro1 + (token_1) * rr1 + rv0
-                            dense[cell] += mu * weight
+                            dense[cell] += rf * roh * rw0 * rw1 * weight
                             if tracked and mark[cell] == 0:
                                 mark[cell] = 1
                                 listed += 1
                                 touched[listed] = cell
                         if posting:
-                            rp = mu
+                            rp = rf * roh * rw0 * rw1
                             post[0 * rpw + rv0] += rp
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
                 cell = ro0 + rsq
-                dense[cell] += rsc0[rsq] * weight
+                dense[cell] += rsc0[rsq] * derived[rd0 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

@@ -302,13 +302,12 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     rw0 = derived[np.uint64(rd3 + (rv2) * rr3 + rv1)]
                     ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                     roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
-                    mu = (roh * rf) * rw0 * ru0
-                    rsc3[np.uint64((rv2) * rr3 + rv1)] += mu
+                    rsc3[np.uint64((rv2) * rr3 + rv1)] += rf * roh * ru0
                     if posting:
-                        rp = mu
+                        rp = rf * roh * rw0 * ru0
                         for rq in range((rv0 - rv2), rv0):
                             post[rq * rpw + rv1] += rp
-                    out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
+                    out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += rf * roh * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -321,15 +320,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 rw0 = read_hoisted(rt2, rv1, token_0)
                                 ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                                 roh = out[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + ((1 + rv2) - lo1_2) * s1_2)]
-                                mu = (roh * rf) * rw0 * ru0
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + rv1
-                                    dense[cell] += mu * weight
+                                    dense[cell] += rf * roh * rw0 * ru0 * weight
                                     if tracked and mark[cell] == 0:
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
-                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += (roh * rf) * rw0
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] += rf * roh * rw0
         rv0 = (lev - 1) - 1
         if 0 <= rv0 <= n:
             if 0 <= (1 + rv0) <= n:
@@ -342,13 +340,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             roh = out[np.uint64(b1 + ((1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (1 - lo1_2) * s1_2)]
                             if roh != 0.0:
                                 rm1 = 0.0
+                                rg = 0.0
                                 for rv2 in range(0, ra0 + 1):
                                     rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
                                     ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                                    mu = (roh * rw1 * rf) * rw0 * ru0
-                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += mu
-                                    rm1 += mu
+                                    rg += rw0 * ru0
+                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += (roh * rw1 * rf) * ru0
                                     out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += (roh * rw1 * rf) * rw0
+                                rm1 += rg * roh * rw1 * rf
                                 if counting:
                                     cell = ro1 + (token_0) * rr1 + rv1
                                     dense[cell] += rm1 * weight
@@ -360,7 +359,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
                 cell = ro0 + rsq
-                dense[cell] += rsc0[rsq] * weight
+                dense[cell] += rsc0[rsq] * derived[rd0 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -369,7 +368,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc3.shape[0]):
             if rsc3[rsq] != 0.0:
                 cell = ro3 + rsq
-                dense[cell] += rsc3[rsq] * weight
+                dense[cell] += rsc3[rsq] * derived[rd3 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

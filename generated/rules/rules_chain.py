@@ -231,8 +231,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv0 <= ra0:
                                 rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
                                 ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                                mu = (roh * rf) * rw0 * ru0
-                                rsc0[np.uint64((ra0) * rr0 + rv0)] += mu
+                                rsc0[np.uint64((ra0) * rr0 + rv0)] += (roh * rf) * ru0
                                 out[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] += (roh * rf) * rw0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
@@ -247,14 +246,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if roh != 0.0:
                                 rm1 = 0.0
                                 rp = 0.0
+                                rg = 0.0
                                 for rv2 in range(0, ra0 + 1):
                                     rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
                                     ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                                    mu = (roh * rw1 * rf) * rw0 * ru0
-                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += mu
-                                    rm1 += mu
-                                    rp += mu
+                                    rg += rw0 * ru0
+                                    rsc0[np.uint64((rv1) * rr0 + rv2)] += (roh * rw1 * rf) * ru0
                                     out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += (roh * rw1 * rf) * rw0
+                                rm1 += rg * roh * rw1 * rf
+                                rp += rg * roh * rw1 * rf
                                 if posting:
                                     post[(-1 + rv0) * rpw + rv1] += rp
                                 if counting:
@@ -268,7 +268,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
                 cell = ro0 + rsq
-                dense[cell] += rsc0[rsq] * weight
+                dense[cell] += rsc0[rsq] * derived[rd0 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

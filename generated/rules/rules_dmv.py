@@ -557,10 +557,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_1 + rv2, 1)
                                         ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
-                                        mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_1 + rv2
-                                            dense[cell] += mu * weight
+                                            dense[cell] += (roh * rf) * rw0 * ru0 * weight
                                             if tracked and mark[cell] == 0:
                                                 mark[cell] = 1
                                                 listed += 1
@@ -580,10 +579,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     if 0 <= rv2 <= 1:
                                         rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_1 + rv2, 1)
                                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
-                                        mu = (roh * rf) * rw0 * ru0
                                         if counting:
                                             cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_1 + rv2
-                                            dense[cell] += mu * weight
+                                            dense[cell] += (roh * rf) * rw0 * ru0 * weight
                                             if tracked and mark[cell] == 0:
                                                 mark[cell] = 1
                                                 listed += 1
@@ -599,7 +597,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
                             ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
                             rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
-                            mu = roh * ru0 * ru1 * rf
                             out[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)] += roh * ru1 * rf
                             out[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)] += roh * ru0 * rf
         if 0 <= 0 <= 1:
@@ -612,7 +609,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)]
                             ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
                             rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
-                            mu = roh * ru0 * ru1 * rf
                             out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1)] += roh * ru1 * rf
                             out[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] += roh * ru0 * rf
         if lev == (n + 2):
@@ -627,16 +623,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                                 ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                                 rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[lev])
-                                mu = roh * rw0 * ru0 * ru1 * rf
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + 0
-                                    dense[cell] += mu * weight
+                                    dense[cell] += roh * rw0 * ru0 * ru1 * rf * weight
                                     if tracked and mark[cell] == 0:
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
                                 if posting:
-                                    rp = mu
+                                    rp = roh * rw0 * ru0 * ru1 * rf
                                     post[rv0 * rpw + 0] += rp
                                 out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
                                 out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
@@ -660,22 +655,23 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                             if ru0 != 0.0:
                                                 rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                 rb0 = 0.0
+                                                rg = 0.0
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                                         ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                        mu = (roh * rw0 * ru0 * rf) * rw1 * ru1
-                                                        rm0 += mu
+                                                        rg += rw1 * ru1
                                                         if counting:
                                                             cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3
-                                                            dense[cell] += mu * weight
+                                                            dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
                                                             if tracked and mark[cell] == 0:
                                                                 mark[cell] = 1
                                                                 listed += 1
                                                                 touched[listed] = cell
-                                                        rp += mu
-                                                        rb0 += (roh * rw0 * rf) * rw1 * ru1
                                                         out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                                rm0 += rg * roh * rw0 * ru0 * rf
+                                                rp += rg * roh * rw0 * ru0 * rf
+                                                rb0 += rg * roh * rw0 * rf
                                                 out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                     if posting:
                                         post[rv0 * rpw + rv1 + 1] += rp
@@ -706,22 +702,23 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                             if ru1 != 0.0:
                                                 rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
                                                 rb1 = 0.0
+                                                rg = 0.0
                                                 for rv3 in range(0, 1 + 1):
                                                     if 0 <= rv3 <= 1:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                        mu = (roh * rw0 * ru1 * rf) * rw1 * ru0
-                                                        rm0 += mu
+                                                        rg += rw1 * ru0
                                                         if counting:
                                                             cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3
-                                                            dense[cell] += mu * weight
+                                                            dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
                                                             if tracked and mark[cell] == 0:
                                                                 mark[cell] = 1
                                                                 listed += 1
                                                                 touched[listed] = cell
-                                                        rp += mu
                                                         out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                        rb1 += (roh * rw0 * rf) * rw1 * ru0
+                                                rm0 += rg * roh * rw0 * ru1 * rf
+                                                rp += rg * roh * rw0 * ru1 * rf
+                                                rb1 += rg * roh * rw0 * rf
                                                 out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                     if posting:
                                         post[rv1 * rpw + rv0 + 1] += rp

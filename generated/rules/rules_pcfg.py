@@ -254,8 +254,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv0 in range(0, (-1 + ra0) + 1):
                             rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
                             ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
-                            mu = (roh * rf) * rw0 * ru0
-                            rsc2[np.uint64((rv0) * rr2 + 0)] += mu
+                            rsc2[np.uint64((rv0) * rr2 + 0)] += (roh * rf) * ru0
                             out[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)] += (roh * rf) * rw0
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
@@ -270,13 +269,14 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
                                 if ru1 != 0.0:
                                     rb1 = 0.0
+                                    rg = 0.0
                                     for rv3 in range(0, (-1 + ra0) + 1):
                                         rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
                                         roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                        mu = (roh * ru0 * ru1 * rf) * rw0
-                                        rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += mu
-                                        rb0 += (roh * ru1 * rf) * rw0
-                                        rb1 += (roh * ru0 * rf) * rw0
+                                        rg += roh * rw0
+                                        rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += (ru0 * ru1 * rf) * roh
+                                    rb0 += rg * ru1 * rf
+                                    rb1 += rg * ru0 * rf
                                     out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += rb1
                             out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += rb0
         rf = np.exp(0.0 - ls[lev])
@@ -288,10 +288,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
                             roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)]
-                            mu = (roh * rf) * rw0
                             if counting:
                                 cell = ro0 + (token_0) * rr0 + rv1
-                                dense[cell] += mu * weight
+                                dense[cell] += rf * roh * rw0 * weight
                                 if tracked and mark[cell] == 0:
                                     mark[cell] = 1
                                     listed += 1
@@ -300,7 +299,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc1.shape[0]):
             if rsc1[rsq] != 0.0:
                 cell = ro1 + rsq
-                dense[cell] += rsc1[rsq] * weight
+                dense[cell] += rsc1[rsq] * derived[rd1 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1
@@ -309,7 +308,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rsq in range(rsc2.shape[0]):
             if rsc2[rsq] != 0.0:
                 cell = ro2 + rsq
-                dense[cell] += rsc2[rsq] * weight
+                dense[cell] += rsc2[rsq] * derived[rd2 + rsq] * weight
                 if tracked and mark[cell] == 0:
                     mark[cell] = 1
                     listed += 1

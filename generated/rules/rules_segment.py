@@ -195,10 +195,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
                             ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
                             rf = np.exp(ls[np.uint64((1 + rv1))] - ls[lev])
-                            mu = roh * rw0 * rw1 * ru0 * rf
                             if counting:
                                 cell = ro0 + (rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
-                                dense[cell] += mu * weight
+                                dense[cell] += roh * rw0 * rw1 * ru0 * rf * weight
                                 if tracked and mark[cell] == 0:
                                     mark[cell] = 1
                                     listed += 1

@@ -14,7 +14,7 @@ import re
 from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
 from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, index, layout_code, level_code, needs_of,
-                                       product, render_nest)
+                                       moving_locals, product, render_nest, split_product)
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
@@ -289,36 +289,64 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         # a factor's count sums the marginals of the firings that share its entry, in a local,
         # over the loops deeper than the factor's read (an emission's over the previous states)
         learned = [(q, read) for q, read in enumerate(rule_reads) if read.learned]
+        # each summed value's term: the head's outside times the firing's factors, leaving out a
+        # body's own inside (its outside) and a small table's own weight (its local counts hold
+        # marginal / weight; the weight multiplies them once, when they are added to the counts)
+        factors = ["roh"] + nest.product
+        terms = {f"rm{q}": [f for f in factors if f != f"rw{q}" or read.table not in names.small]
+                 for q, read in learned}
         sums = [Sum(f"rm{q}", _read_needs(nest, q), _outside_count(names, read, f"rm{q}")) for q, read in learned]
 
         # what the part labels (a token's or a span's label, a dependent's head) sums its
         # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
         posting = _posterior_lines(names, rule)
         if posting is not None:
+            terms["rp"] = factors
             sums.append(Sum("rp", posting[0], ["if posting:"] + ["    " + line for line in posting[1]]))
 
         # a body item's outside that the innermost loop does not change is summed in a local
         # there and added once after it (a CKY rule's children, when the loop runs over the parent)
-        sums += [Sum(f"rb{q}", needs_of(cell), [f"out[{cell}] += rb{q}"]) for q, cell in enumerate(nest.body_cells)]
+        for q, cell in enumerate(nest.body_cells):
+            terms[f"rb{q}"] = [f for f in factors if f != f"ru{q}"]
+            sums.append(Sum(f"rb{q}", needs_of(cell), [f"out[{cell}] += rb{q}"]))
+        sums += _moving_sum(nest, terms, sums)
 
-        def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting) -> list[str]:
-            lines = [f"mu = {ordered_product(nest, nest.product, 'roh')}"]
+        def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting, terms=terms) -> list[str]:
+            moving = split_product(nest, factors)[1]
+            lines = [f"rg += {product(moving)}"] if "rg" in hoisted else []
             for q, read in learned:
-                lines += [f"rm{q} += mu"] if f"rm{q}" in hoisted else _outside_count(names, read, "mu")
-            if posting is not None:
-                lines += ["rp += mu"] if "rp" in hoisted else ["if posting:", "    rp = mu"] + [
+                if f"rm{q}" not in hoisted:
+                    lines += _outside_count(names, read, ordered_product(nest, terms[f"rm{q}"]))
+            if posting is not None and "rp" not in hoisted:
+                lines += ["if posting:", f"    rp = {ordered_product(nest, factors)}"] + [
                     "    " + line for line in posting[1]]
             for q, cell in enumerate(nest.body_cells):
-                others = [p for p in nest.product if p != f"ru{q}"]
-                target = f"rb{q}" if f"rb{q}" in hoisted else f"out[{cell}]"
-                lines.append(f"{target} += {ordered_product(nest, others, 'roh')}")
+                if f"rb{q}" not in hoisted:
+                    lines.append(f"out[{cell}] += {ordered_product(nest, terms[f'rb{q}'])}")
             return lines
 
         lines += render_nest(nest, inner, 4, sums=sums)
     for q in local_counts:
         lines += ["if counting:", f"    for rsq in range(rsc{q}.shape[0]):", f"        if rsc{q}[rsq] != 0.0:"]
-        lines += ["            " + line for line in _count_lines(f"ro{q} + rsq", f"rsc{q}[rsq] * weight", guarded=False)]
+        lines += ["            " + line for line in _count_lines(f"ro{q} + rsq", f"rsc{q}[rsq] * derived[rd{q} + rsq] * weight",
+                                                               guarded=False)]
     return lines
+
+
+def _moving_sum(nest: Nest, terms: dict[str, list[str]], sums: list[Sum]) -> list[Sum]:
+    """rg: the product of a firing's factors that the innermost loop changes, summed over that
+    loop, when some of the sums is summed in a local above it (its needs do not change in that
+    loop). Such a sum is then rg times its factors that the loop does not change (terms: each
+    sum's factors), added once after the loop: one add per firing instead of one multiply-add
+    per summed value (a CKY rule's child outsides and rule counts)."""
+    moving = moving_locals(nest)
+    if not any(s.needs.isdisjoint(moving) for s in sums) or not nest.loops:
+        return []
+
+    def close(hoisted: set[str]) -> list[str]:
+        return [f"{name} += rg * {product([f for f in factors if f not in moving])}"
+                for name, factors in terms.items() if name in hoisted]
+    return [Sum("rg", {local for local, _, _ in nest.loops[:-1]}, close)]
 
 
 def _local_count_tables(names: Names, reads: dict) -> list[int]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from emc.spec import ir
 from emc.structures.rules.program import N, Program, Rule
@@ -238,11 +239,12 @@ def _extreme(function: str, codes: list[str]) -> str:
 @dataclass
 class Sum:
     """A value summed over the loops deeper than where `needs` are bound (a factor's count over
-    the firings that share its entry): `name = 0.0` there, `close` (lines using it) after them."""
+    the firings that share its entry): `name = 0.0` there, `close` (lines using it) after them;
+    `close` may be a function of the names of the sums hoisted so far, giving the lines."""
 
     name: str
     needs: set[str]
-    close: list[str]
+    close: list[str] | Callable[[set[str]], list[str]]
     hoisted: bool = False
 
 
@@ -283,7 +285,8 @@ def render_nest(nest: Nest, innermost, indent: int, skip_zero: bool = True,
                 if not s.hoisted and s.needs <= bound:
                     s.hoisted = True
                     lines.append(" " * pad + f"{s.name} = 0.0")
-                    closing.append((pad, s.close))
+                    hoisted = {t.name for t in sums if t.hoisted}
+                    closing.append((pad, s.close(hoisted) if callable(s.close) else s.close))
         return pad
 
     closing: list[tuple[int, list[str]]] = []
@@ -317,15 +320,21 @@ def product(locals_: list[str]) -> str:
     return " * ".join(locals_) if locals_ else "1.0"
 
 
-def split_product(nest: Nest, locals_: list[str]) -> tuple[list[str], list[str]]:
-    """The locals that do not change in the innermost loop, and those that do: writing the first
-    ones first (`(a * b) * c * d`) lets LLVM compute their product once per innermost loop."""
+def moving_locals(nest: Nest) -> set[str]:
+    """The innermost loop's variable and the locals computed from it (none without loops)."""
     if not nest.loops:
-        return locals_, []
+        return set()
     moving = {nest.loops[-1][0]}
     for step in nest.steps:  # steps are listed bodies-after-what-they-read, so one pass suffices
         if step.kind == "let" and step.needs & moving:
             moving.add(step.text.split(" = ")[0])
+    return moving
+
+
+def split_product(nest: Nest, locals_: list[str]) -> tuple[list[str], list[str]]:
+    """The locals that do not change in the innermost loop, and those that do: writing the first
+    ones first (`(a * b) * c * d`) lets LLVM compute their product once per innermost loop."""
+    moving = moving_locals(nest)
     inner = [x for x in locals_ if x in moving]
     return [x for x in locals_ if x not in moving], inner
 
