@@ -35,6 +35,22 @@ def test_the_reference_section_is_current():
     assert section.strip() == catalog_markdown().strip(), "run `make docs` to rewrite the reference"
 
 
+def test_the_guides_commands_name_no_file_a_clone_does_not_have(shared_data):
+    """Every path an `emc ...` command of the guide names is in a clone (specs/), in the corpora
+    (../shared/data/) or a run folder an earlier command's --out makes; placeholders are in capitals
+    (RUN, FILE). The guide once had `emc fit specs/hsmm.em train.txt.gz`, a file no reader has."""
+    made = set()
+    for command in re.findall(r"`(emc [^`]+)`", GUIDE.replace("\n", " ")):
+        words = command.split()
+        for before, word in zip(words[1:], words[2:]):
+            path = word.split("=")[-1]
+            if before == "--out":
+                made.add(path)
+            elif ("." in path or "/" in path) and not path.startswith("-") and path not in made:
+                where = shared_data / path[len("../shared/data/"):] if path.startswith("../shared/data/") else ROOT / path
+                assert where.exists(), f"docs/writing-models.md: `{command}` names {path}, which a clone does not have"
+
+
 def test_the_guides_first_steps_run_as_written(tmp_path, shared_data):
     """Steps 4 to 7 of 'From an idea to a fitted model', in a copy of specs/ beside the corpora,
     as a reader runs them from a clone: each exits 0."""
