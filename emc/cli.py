@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _refuse_empty_values(parser, args)
+        _refuse_arguments_beside_resume(parser, args)
         return args.handler(args) or 0
     except Interrupted as err:
         _note(str(err))
@@ -69,6 +70,25 @@ def _is_stdout_encoding(encoding: str) -> bool:
         return codecs.lookup(encoding).name == codecs.lookup(sys.stdout.encoding or "utf-8").name
     except LookupError:
         return False
+
+
+_RESUME_TAKES = {"help", "resume", "quiet", "log"}  # what a resumed fit takes: how it reports
+
+
+def _refuse_arguments_beside_resume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`emc fit --resume RUN --iterations 3` went on to the fit's first --iterations without a word:
+    a resumed fit runs with the data and settings it began with (RUN's checkpoint), so another
+    argument would be ignored, and is refused."""
+    if args.command != "fit" or not args.resume:
+        return
+    command = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["fit"]
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        if action.dest in _RESUME_TAKES or value == action.default or value == []:  # not given
+            continue
+        name = action.option_strings[-1] if action.option_strings else action.dest.upper()
+        raise EmcError(f"emc fit --resume {args.resume}: {name} is not taken: a resumed fit goes on with the data and "
+                       f"settings it began with; leave {name} out (a new fit, with another --out, takes it)")
 
 
 def _refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

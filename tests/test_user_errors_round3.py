@@ -46,6 +46,21 @@ def test_resume_on_changed_data_is_refused(tmp_path, data, capsys):
     assert model_files(run) == before
 
 
+@pytest.mark.parametrize("extra, name", [(["--iterations", "3"], "--iterations"), (["--states", "3"], "--states"),
+                                         ([SPEC], "SPEC"), (["--algorithm", "vb"], "--algorithm")])
+def test_resume_refuses_an_argument_it_would_ignore(tmp_path, data, capsys, extra, name):
+    """`emc fit --resume RUN --iterations 3` ran on to the first fit's 5,000 iterations without a word."""
+    run = tmp_path / "run"
+    assert fit(data, run) == 0
+    before = model_files(run)
+    capsys.readouterr()
+    assert main(["fit", "--resume", str(run), *extra, "--quiet"]) == 1
+    assert one_line_error(capsys) == (f"emc fit --resume {run}: {name} is not taken: a resumed fit goes on with the "
+                                      f"data and settings it began with; leave {name} out (a new fit, with another "
+                                      f"--out, takes it)")
+    assert model_files(run) == before
+
+
 def test_resume_on_the_same_data_touched_goes_on(tmp_path, data, capsys):
     import os
 
