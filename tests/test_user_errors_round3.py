@@ -521,6 +521,15 @@ def test_a_character_no_name_holds_is_refused_saying_what_a_name_is(tmp_path, ca
     assert "m.em:4:21: error: unexpected character '→'" in err and "RIGHTWARDS ARROW" in err
     err = check_error(tmp_path, capsys, "model m\nobserved\u00a0x : tokens\n")
     assert "m.em:2:9: error: unexpected character '\\xa0'" in err and "NO-BREAK SPACE" in err
+    for start in ("\u0663", "\u0301"):  # an Arabic-Indic digit, a combining acute: inside a name only
+        err = check_error(tmp_path, capsys, f"model {start}m\n")
+        assert "m.em:1:7: error: unexpected" in err and "hint: a name starts with a letter (of any script) or _" in err
+
+
+def test_a_byte_order_mark_before_the_spec_is_no_character_of_it(tmp_path, capsys):
+    spec = tmp_path / "m.em"
+    spec.write_bytes("\ufeff".encode() + (HMM_HEAD + "multinomial e : P(x | z)\n").encode())
+    assert main(["check", str(spec)]) == 0
 
 
 def test_a_caret_stands_under_its_character_after_wide_and_combining_ones(tmp_path, capsys):

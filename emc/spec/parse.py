@@ -408,7 +408,8 @@ def parse_file(path: str | Path) -> ir.Spec:
         line = raw[: err.start].count(b"\n") + 1
         raise EmcError(f"{path}:{line}: error: the spec is not valid UTF-8 "
                        f"(byte 0x{raw[err.start]:02x} at offset {err.start})") from None
-    return parse_text(text, str(path))
+    # an editor's byte order mark (Windows Notepad writes one) is no character of the spec
+    return parse_text(text.removeprefix("\ufeff"), str(path))
 
 
 def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) -> None:
@@ -447,7 +448,7 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
 def _report_not_a_name(sink: DiagnosticSink, err: _NotAName) -> None:
     char, line, column = err.token[err.at], err.token.line, err.token.column + err.at
     what = unicodedata.name(char, f"U+{ord(char):04X}")
-    hint = ("a name starts with a letter (of any script) or _" if err.at == 0 and char.isdigit() else
+    hint = ("a name starts with a letter (of any script) or _" if err.at == 0 and ("_" + char).isidentifier() else
             f"a name is letters (of any script), marks, digits and _, and {char!r} ({what}) is none of these")
     sink.error(ir.Pos(line, column, line, column + 1), f"unexpected character {char!r}", hint)
 
