@@ -178,6 +178,19 @@ def test_the_renaming_renames_declarations_and_references_only():
         "multinomial T_0 : P(score.target) shares t\n")
 
 
+def test_a_structure_written_as_rules_names_no_file():
+    """A structure the spec writes as rules is named by the spec (`structure tags(...)`), and the
+    cached module's file was named after it: a 200-character name in another script was longer than
+    a file name may be (OSError: File name too long)."""
+    path = ROOT / "specs" / "rules" / "chain.em"
+    text = path.read_text(encoding="utf-8")
+    assert "structure tags(" in text
+    hostile = text.replace("tags(", f"{LONG_UNICODE_NAME}(")
+    name = module_source(check(parse_text(hostile, path.name)))[0]
+    assert name == module_source(check(parse_text(text, path.name)))[0]
+    assert name.startswith("emc_rules_") and name.isascii() and len(name) < 40
+
+
 def test_unprintable_text_stays_inside_comments():
     """The spec's file name reaches a comment: a newline, quotes, `#`, a NUL, a line separator and
     a lone surrogate there neither end the comment nor break the module."""
