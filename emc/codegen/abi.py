@@ -27,6 +27,10 @@ and may export
         does not take (the chain's constrained ones) it leaves to estep_example: their positions q
         go to deferred[:the count it returns], and the caller runs them. So a fit whose examples
         all batch never compiles estep_example (seconds on a cold cache).
+    estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts) -> float64
+        estep_example under sum whatever `semiring` says, which the batch and online E-steps call
+        in its place under sum (emc/runtime/kernels.py: estep_for): a glue whose E-step branches on the semiring (a
+        rules program's read-back for hard EM and sampling) compiles only the sum's branch there.
 
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table

@@ -48,14 +48,14 @@ class Shard:
 
 def _shard_estep(shard: Shard, name: str, source: str, params: tuple, semiring: int, local: np.ndarray,
                  weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from emc.runtime.kernels import batch_estep
+    from emc.runtime.kernels import batch_estep, estep_for
 
     module = load_source(name, source)
     counts = np.zeros((1, params[0].shape[0]))
     log_z = np.empty(len(local))
     bounds = np.array([0, len(local)], np.int64)
-    batch_estep(module.estep_example, local, bounds, weights, shard.ints, shard.array_bounds, shard.meta, params,
-                module.prepare(shard.meta, params), semiring, counts, log_z)
+    batch_estep(estep_for(module, semiring), local, bounds, weights, shard.ints, shard.array_bounds, shard.meta,
+                params, module.prepare(shard.meta, params), semiring, counts, log_z)
     return counts[0], log_z
 
 

@@ -110,8 +110,8 @@ class LocalExecutor:
         if len(one_by_one):  # into the same count buffers, in a fixed order
             chosen, chosen_log_z = examples[one_by_one], np.empty(len(one_by_one))
             chunks = chunk_bounds(self.lengths[chosen], len(counts))
-            kernels.batch_estep(module.estep_example, chosen, chunks, weights[one_by_one], *common, semiring,
-                                counts[:len(chunks) - 1], chosen_log_z)
+            kernels.batch_estep(kernels.estep_for(module, semiring), chosen, chunks, weights[one_by_one], *common,
+                                semiring, counts[:len(chunks) - 1], chosen_log_z)
             log_z[one_by_one] = chosen_log_z
         total = counts[0] if len(counts) == 1 else counts.sum(axis=0)
         if self.example_projection is not None and semiring == SUM:

@@ -11,6 +11,7 @@ from numba import njit, prange, types
 from emc.codegen.abi import (DECODE_FUNCTION, DERIVED, ESTEP_BATCH_FUNCTION, ESTEP_FUNCTION, INTS, LAYOUT, META,
                              PARAMS, POSTERIOR_FUNCTION, SAMPLE_FUNCTION)
 from emc.structures.sampling import is_sampling, reseed, sample_base
+from emc.structures.semiring import SUM
 
 I64 = types.int64[::1]
 F64 = types.float64[::1]
@@ -69,6 +70,12 @@ _KERNELS = {
     "batch_posterior": (_batch_posterior, types.void(POSTERIOR_FUNCTION, *_OUT_ARGUMENTS, F64, F64)),
     "batch_sample": (_batch_sample, types.void(SAMPLE_FUNCTION, I64, *_OUT_ARGUMENTS, types.int32[::1], F64)),
 }
+
+
+def estep_for(module, semiring: int):
+    """The E-step entry point the batch and online loops call under `semiring`: the module's
+    estep_sum under sum where it has one (emc/codegen/abi.py), else estep_example."""
+    return getattr(module, "estep_sum", module.estep_example) if semiring == SUM else module.estep_example
 
 
 def compile_on_first_use(namespace: dict, loops: dict, **options):

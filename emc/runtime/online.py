@@ -38,7 +38,7 @@ from numba import njit, types
 
 from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
                              META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
-from emc.runtime.kernels import compile_on_first_use
+from emc.runtime.kernels import compile_on_first_use, estep_for
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
 
@@ -52,11 +52,11 @@ RESCALE_BELOW = 1e-100
 
 
 def esteps(module) -> tuple:
-    """The passes' first arguments for a generated module: prepare, estep_example, its estep_batch
-    (no_estep_batch when it has none) and whether it has one."""
+    """The passes' first arguments for a generated module: prepare, its E-step under sum
+    (estep_for), its estep_batch (no_estep_batch when it has none) and whether it has one."""
     estep_batch = getattr(module, "estep_batch", None)
     stand_in = estep_batch or globals().get("no_estep_batch") or __getattr__("no_estep_batch")
-    return module.prepare, module.estep_example, stand_in, estep_batch is not None
+    return module.prepare, estep_for(module, SUM), stand_in, estep_batch is not None
 
 
 def _no_estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
@@ -304,7 +304,7 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
     return total, (first_run, last_run, first_value, run_cell, run_length, pool_value)
 
 
-# prepare, estep_example, estep_batch (or no_estep_batch) and whether there is one
+# prepare, the E-step under sum, estep_batch (or no_estep_batch) and whether there is one
 _ESTEPS = (PREPARE_FUNCTION, ESTEP_FUNCTION, ESTEP_BATCH_FUNCTION, types.boolean)
 # name -> (pass, its signature), compiled on first use (kernels.compile_on_first_use): a batch fit
 # never compiles or loads them

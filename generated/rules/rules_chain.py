@@ -537,6 +537,29 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 
 
 @njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back: seconds of a cold start)."""
+    semiring = SUM
+    chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
+    log_z = _inside(ex, ints, layout, meta, params, derived, MAX if semiring == MAX else SUM, chart, ls)
+    if not log_z > -np.inf:
+        return log_z
+    if semiring == SUM:
+        out = np.zeros(chart.shape[0])
+        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
+        return log_z
+    draws = sample_count(semiring) if is_sampling(semiring) else 1
+    for _ in range(draws):
+        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
+        if count < 0:
+            return np.nan
+        _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
+    return log_z
+
+
+@njit(cache=True)
 def _write_parts(parts, count, out):
     out[0] = count
     for q in range(count):

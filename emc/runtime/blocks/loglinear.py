@@ -33,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from emc.structures.buffers import copy_into
+
 ARMIJO = 1e-4          # sufficient decrease: f(x + a d) <= f(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the row keeps its point and stops
 FAST = {"contract"}    # fused multiply-adds; no reassociation, so results do not depend on alignment
@@ -362,7 +364,7 @@ def gradient_pass(columns, residuals, kappa_scaled, weights, pool, step_slot, st
                 ys[i] += y * step_t[i] * stored[d_slot, k]
     dots = np.empty((2 * n_live + 6, n_rows))
     for j in range(2 * n_live + 6):
-        dots[j] = _fold_max(partial[j], n_rows) if j == base + 3 else _fold(partial[j], n_rows)
+        copy_into(dots[j], _fold_max(partial[j], n_rows) if j == base + 3 else _fold(partial[j], n_rows))
     return dots
 
 
@@ -376,7 +378,7 @@ def combine(pool, slots, coefficients, out_slot, live):
     stored = pool.reshape((pool.shape[0], -1))
     tiled = np.empty((slots.shape[0], size))
     for j in range(slots.shape[0]):
-        tiled[j] = _tiled(coefficients[j], size)
+        copy_into(tiled[j], _tiled(coefficients[j], size))
     partial = np.zeros((n_live + 1, size))
     own = partial[n_live]
     for a in range(0, stored.shape[1], size):
@@ -398,7 +400,7 @@ def combine(pool, slots, coefficients, out_slot, live):
             own[i] += stored[out_slot, k] * stored[out_slot, k]
     dots = np.empty((n_live + 1, n_rows))
     for j in range(n_live + 1):
-        dots[j] = _fold(partial[j], n_rows)
+        copy_into(dots[j], _fold(partial[j], n_rows))
     return dots
 
 
@@ -510,7 +512,7 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
     rho = np.zeros((n_ring, n_rows))
     pair_gamma = np.zeros((n_ring, n_rows))  # s.y / y.y
     order = np.zeros(n_ring, np.int64)  # ring positions, oldest first
-    n_pairs = 0
+    n_pairs = np.int64(0)  # not 0: a literal compiles _directions and _direction once more
 
     coefficients = np.zeros((n_rows, n_slots))
     steps, slopes = np.zeros(n_rows), np.zeros(n_rows)
@@ -530,7 +532,7 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         accepted, trial_value, trial_log_z = _line_search(
             scores, direction, top, d_top, steps, slopes, along_w, along_d, squared_norm, weighted, d_weighted,
             totals, inverse_scale, kappa, value, log_z, done)
-        log_z[:] = trial_log_z
+        copy_into(log_z, trial_log_z)
         taken = steps * direction_scale
         if final:
             add_scaled(weights, pool[direction_slot], taken)
@@ -541,7 +543,7 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         # the new pair (s = the step, y = new gradient - old); the oldest leaves a full ring first
         if n_pairs == memory:
             slot = order[0]
-            order[:n_pairs - 1] = order[1:n_pairs]
+            copy_into(order[:n_pairs - 1], order[1:n_pairs])  # forwards: each entry read before it is overwritten
             n_pairs -= 1
             _release(in_use, pair_slots[slot], order, n_pairs, pair_slots, gradient, direction_slot)
         else:
@@ -566,12 +568,12 @@ def _enter_gradient(gram, weight_dots, dots, live, gradient):
     with each) into gram and weight_dots. Returns w . w, max |g|, y . y and y . s of the pass."""
     n_live = live.size
     for i in range(n_live):
-        gram[:, gradient, live[i]] = dots[i]
-        gram[:, live[i], gradient] = dots[i]
-        weight_dots[:, live[i]] = dots[n_live + i]
+        copy_into(gram[:, gradient, live[i]], dots[i])
+        copy_into(gram[:, live[i], gradient], dots[i])
+        copy_into(weight_dots[:, live[i]], dots[n_live + i])
     base = 2 * n_live
-    gram[:, gradient, gradient] = dots[base]
-    weight_dots[:, gradient] = dots[base + 1]
+    copy_into(gram[:, gradient, gradient], dots[base])
+    copy_into(weight_dots[:, gradient], dots[base + 1])
     return dots[base + 2].copy(), dots[base + 3], dots[base + 4], dots[base + 5]
 
 
@@ -613,10 +615,10 @@ def _direction_array(pool, in_use, gram, weight_dots, coefficients, used, along_
     in_use[direction_slot] = True
     made = combine(pool, used, np.ascontiguousarray(coefficients[:, used].T), direction_slot, live)
     for i in range(live.size):
-        gram[:, direction_slot, live[i]] = made[i]
-        gram[:, live[i], direction_slot] = made[i]
-    gram[:, direction_slot, direction_slot] = made[live.size]
-    weight_dots[:, direction_slot] = along_w
+        copy_into(gram[:, direction_slot, live[i]], made[i])
+        copy_into(gram[:, live[i], direction_slot], made[i])
+    copy_into(gram[:, direction_slot, direction_slot], made[live.size])
+    copy_into(weight_dots[:, direction_slot], along_w)
     return direction_slot, np.ones(n_rows)
 
 
@@ -746,7 +748,7 @@ def scores_and_log_z(rows, weights, scores, log_z):
     n_rows = weights.shape[1]
     top, _ = gather(rows, weights, np.ones(n_rows), np.zeros((0, n_rows)), scores)
     mass, _ = log_partition(scores, scores, np.zeros(n_rows), top)
-    log_z[:] = top + np.log(mass)
+    copy_into(log_z, top + np.log(mass))
 
 
 @njit(cache=True, fastmath=FAST)

@@ -31,6 +31,8 @@ import numba
 import numpy as np
 from numba import njit
 
+from emc.structures.buffers import copy_into
+
 ARMIJO = 1e-4          # sufficient decrease: loss(x + a d) <= loss(x) + ARMIJO * a * g.d
 MAX_BACKTRACKS = 30    # then the block keeps its weights
 CG_ITERATIONS = 5      # conjugate-gradient iterations per Newton direction of a row
@@ -124,14 +126,14 @@ def _newton_direction(a, b, indptr, local, total, kappa, probabilities, gradient
         curvature = np.dot(conjugate, product)
         if curvature <= 1e-300:
             if i == 0:
-                direction[:] = -gradient
+                copy_into(direction, -gradient)
             return
         alpha = rz / curvature
         direction += alpha * conjugate
         residual -= alpha * product
         if np.dot(residual, residual) <= stop:
             return
-        preconditioned[:] = residual / diagonal
+        copy_into(preconditioned, residual / diagonal)
         new_rz = np.dot(residual, preconditioned)
         conjugate *= new_rz / rz
         conjugate += preconditioned
@@ -161,7 +163,7 @@ def _maximize_row(a, b, indptr, local, offsets, counts, kappa, weights, iteratio
             return
         step, accepted = 1.0, False
         for _ in range(MAX_BACKTRACKS):
-            trial[:] = weights + step * direction
+            copy_into(trial, weights + step * direction)
             trial_loss = _row_loss(a, b, indptr, local, offsets, counts, kappa, trial, trial_probabilities)
             if trial_loss <= loss + ARMIJO * step * slope:
                 accepted = True
@@ -169,8 +171,8 @@ def _maximize_row(a, b, indptr, local, offsets, counts, kappa, weights, iteratio
             step *= 0.5
         if not accepted:
             return
-        weights[:] = trial
-        probabilities[:] = trial_probabilities
+        copy_into(weights, trial)
+        copy_into(probabilities, trial_probabilities)
         loss = trial_loss
 
 
@@ -210,7 +212,8 @@ def maximize_row_run(first, last, entry_ptr, indptr, local, column_ptr, columns,
             row_weights = weights[own]
             _maximize_row(entry_ptr[r], entry_ptr[r + 1], indptr, local, offsets, counts, kappa, row_weights,
                           iterations, gtol)
-            weights[own] = row_weights
+            for i in range(own.size):  # a loop, as copy_into (emc/structures/buffers.py)
+                weights[own[i]] = row_weights[i]
 
 
 @njit(cache=True)

@@ -30,6 +30,7 @@ tree has probability 0) returns -inf and leaves the counts at 0.
 import numpy as np
 from numba import njit
 
+from emc.structures.buffers import copy_into
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -59,7 +60,7 @@ def inside(semiring, rule, emit, n, K, chart, scale):
     O(n K^3) (the rule scores do not depend on k, and both semirings distribute over them)."""
     pairs = np.empty((K, K))
     for i in range(n):
-        chart[i, i + 1, :] = emit[i, :]
+        copy_into(chart[i, i + 1], emit[i])
         scale[i, i + 1] = _normalise(chart[i, i + 1], K)
     for length in range(2, n + 1):
         for i in range(n - length + 1):
@@ -109,7 +110,7 @@ def outside(rule, root, inside_chart, inside_scale, n, K, chart, scale):
     rewrites are summed once, below[h, p, b, c] = sum over a of rule[b, c, a] chart[h, p, a], so a
     span costs O(n K^2) + O(K^3)."""
     below = np.zeros((n + 1, n + 1, K, K))
-    chart[0, n, :] = root[:]
+    copy_into(chart[0, n], root)
     scale[0, n] = _normalise(chart[0, n], K)
     _rewrites_below(rule, chart[0, n], K, below[0, n])
     for length in range(n - 1, 0, -1):
