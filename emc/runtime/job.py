@@ -41,16 +41,16 @@ from emc.spec.errors import EmcError, did_you_mean
 from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 
-# The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up"): the
-# CPU seconds of a cold `emc fit --iterations 1` of every reference spec, about its wall seconds on
-# an idle machine (single-threaded compiles): 5-22 s for a built-in structure without featured
-# blocks (label 5, chain 10-13, spantree 12-16, deptree 18, alignment 12-22), 10-30 s for a
-# structure written as rules (specs/rules/: segment 10, chain 10, pcfg 13, dmv 30), 16-39 s with
-# featured blocks (their M-step compiles too); a decoder (data with gold annotations) adds to it,
-# and a machine shared with other work doubles it.
+# The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up" and
+# "Start-up, round 4"): the CPU seconds of a cold `emc fit --iterations 1` of every reference spec,
+# about its wall seconds on an idle machine (single-threaded compiles): 5-21 s for a built-in
+# structure without featured blocks (label 5, chain 10-13, spantree 12-15, deptree 18, alignment
+# 10-21), 8-22 s for a structure written as rules (segment 7.5, chain 7.6, pcfg 9, specs/hsmm.em
+# 11, dmv 22), 16-35 s with featured blocks (their M-step compiles too); a decoder (data with gold
+# annotations) adds to it, and a machine shared with other work doubles it.
 COMPILE_SECONDS = "5 to 25"
-RULES_COMPILE_SECONDS = "10 to 30"
-FEATURED_COMPILE_SECONDS = "15 to 40"
+RULES_COMPILE_SECONDS = "8 to 22"
+FEATURED_COMPILE_SECONDS = "15 to 35"
 
 
 def compile_estimate(problem: Problem) -> str:
