@@ -143,9 +143,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
                             chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rf * rw0)
+        rtmp = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
+                rtmp[:] = 0.0
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
                     for rv4 in range(0, (-1 + ra0) + 1):
@@ -153,10 +155,14 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         if ru0 != 0.0:
                             for rv5 in range(0, (-1 + ra0) + 1):
                                 ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                if ru1 != 0.0:
-                                    for rv3 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                                        chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], (ru0 * ru1 * rf) * rw0)
+                                rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] = plus(semiring, rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))], (ru0 * rf) * ru1)
+                for rv4 in range(0, (-1 + ra0) + 1):
+                    for rv5 in range(0, (-1 + ra0) + 1):
+                        rtv = rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
+                        if rtv != 0.0:
+                            for rv3 in range(0, (-1 + ra0) + 1):
+                                rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], rtv * rw0)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:

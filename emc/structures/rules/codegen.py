@@ -18,6 +18,7 @@ from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, order
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
+from emc.structures.rules.stages import two_stage_inside
 
 TEMPLATE = "rules.py.j2"
 # The arguments are the spec's (`structure tags(x, states=45)`): their meta constants are numbered
@@ -193,7 +194,8 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
         nest.steps = steps + nest.steps
-        lines += render_nest(nest, [], 4, accumulate=(f"chart[{nest.head_cell}]", nest.product))
+        target = f"chart[{nest.head_cell}]"
+        lines += two_stage_inside(nest, target, 4) or render_nest(nest, [], 4, accumulate=(target, nest.product))
     lines += ["    top = 0.0"]
     lines += _level_cells(names, "top = max(top, chart[cell])", 4)
     lines += ["    if top > 0.0:"]

@@ -249,16 +249,17 @@ class Sum:
 
 
 def render_nest(nest: Nest, innermost, indent: int, skip_zero: bool = True,
-                accumulate: tuple[str, str] | None = None, sums: list[Sum] = ()) -> list[str]:
+                accumulate: tuple[str, str] | None = None, sums: list[Sum] = (),
+                given: set[str] = frozenset()) -> list[str]:
     """The nest as lines: each step at the shallowest depth where what it needs is bound, then
     `innermost` (lines using the locals) inside all the loops. `accumulate` = (target, locals):
     innermost does target = plus(semiring, target, the locals' product), summed in a local over
     the innermost loop when the target does not depend on that loop's variable (a register, not a
     store per term). `sums` are placed as their needs allow (Sum); `innermost` may be a function of the
-    names of the sums that were hoisted, giving the lines."""
+    names of the sums that were hoisted, giving the lines. `given`: locals the enclosing code binds."""
     lines: list[str] = []
     placed: set[int] = set()
-    bound: set[str] = set()
+    bound: set[str] = set(given)
     pad = indent
 
     def place(pad: int, depth: int) -> int:
