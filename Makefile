@@ -18,7 +18,7 @@ demo: install
 	$(BIN)/emc demo
 
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=20
 
 generated: install
 	for spec in specs/*.em; do $(BIN)/emc compile $$spec --out-dir generated || exit 1; done
