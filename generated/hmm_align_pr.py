@@ -83,7 +83,46 @@ def _link_scores(ex, ints, layout, meta, params, derived, flat):
     scores = np.ones((width, m))
     side, rows, row_start, ranks, base, narrow = links.block(ints, layout, INDEX_ARRAYS, ex, 0, width, m)
     links.multiply_scores(params, meta, T_0, side, rows, flat[0], scores)  # trans: P(a.target | a.source)
+    _shift_links(ex, meta, derived, scores)
     return scores
+
+
+# The symmetry constraint (E[a] agree): when the runtime projects (emc/runtime/symmetry.py),
+# `derived` continues after prepare's scores with [pairs n, n + 1 offsets, the shifts]: link
+# (i, j) of pair ex (source word i, target word j) has its score times exp(shifts[offsets[ex] +
+# i * m + j]). Each direction gets its own shifts (the duals with opposite signs, and
+# bijectivity's when the spec has it); a per-example constraint's numbers follow them.
+@njit(cache=True)
+def pair_lengths(ints, layout):
+    """Each pair's (source words, target words)."""
+    source = array(ints, layout, A_SOURCE_OFFSETS)
+    target = array(ints, layout, A_TARGET_OFFSETS)
+    out = np.empty((source.shape[0] - 1, 2), np.int64)
+    for ex in range(out.shape[0]):
+        out[ex, 0], out[ex, 1] = source[ex + 1] - source[ex], target[ex + 1] - target[ex]
+    return out
+
+
+@njit(cache=True)
+def _shift_end(meta, derived):
+    """Where the link shifts end (prepare's numbers end there without them)."""
+    at = _prepared(meta)
+    if derived.shape[0] <= at:
+        return at
+    n = int(derived[at])
+    return at + n + 2 + int(derived[at + 1 + n])
+
+
+@njit(cache=True)
+def _shift_links(ex, meta, derived, scores):
+    """The pair's link scores times exp(their shifts), when the runtime gave some."""
+    at = _prepared(meta)
+    if derived.shape[0] <= at or ex >= int(derived[at]):
+        return
+    n = int(derived[at])
+    start, stop = at + n + 2 + int(derived[at + 1 + ex]), at + n + 2 + int(derived[at + 2 + ex])
+    if stop > start:
+        projection.shift_links(scores, derived[start:stop])
 
 
 # Only the DP of the spec's jump argument is generated (its value is in meta too, for the ABI): a
@@ -118,8 +157,8 @@ def _prepared(meta):
 
 @njit(cache=True)
 def _projection_base(meta, derived):
-    """Where the projection's numbers start in derived."""
-    return _prepared(meta)
+    """Where the projection's numbers start in derived (after the symmetry's link shifts)."""
+    return _shift_end(meta, derived)
 
 
 @njit(cache=True)
@@ -268,8 +307,8 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     # this too (a literal compiles it once more)
     if _projecting(np.int64(SUM), meta, derived):  # the projected posterior
         log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, np.zeros(_prepared(meta)))
-    else:
-        log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
+    else:  # the jump buckets' room (derived may go on with the link shifts)
+        log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(_prepared(meta)))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):

@@ -40,6 +40,10 @@ def refused(problem, algorithm: str) -> bool:
     """Whether the algorithm refuses the problem's featured blocks, or its constraints on the
     posterior (emc/runtime/constraints.py, example_constraints.py, sparsity.py), and says so when asked to fit."""
     constrained = any(f.kind == "constraint" for f in problem.model.checked.factors)
+    if problem.model.checked.symmetric is not None:  # the two directions are fitted together (emc fit)
+        with pytest.raises(EmcError, match="ties the alignment's two directions"):
+            fit(problem, FitSettings(algorithm=algorithm, iterations=1, passes=1))
+        return True
     if constrained and not VARIANTS[algorithm].projects:
         with pytest.raises(EmcError, match="constraints"):
             fit(problem, FitSettings(algorithm=algorithm, iterations=1, passes=1))
