@@ -262,29 +262,42 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
                             rsc2[np.uint64((rv0) * rr2 + 0)] += (roh * rf) * ru0
                             out[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)] += (roh * rf) * rw0
+        rtmp = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
+        rgt = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
+                rtmp[:] = 0.0
+                rgt[:] = 0.0
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
                     for rv4 in range(0, (-1 + ra0) + 1):
                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
                         if ru0 != 0.0:
-                            rb0 = 0.0
                             for rv5 in range(0, (-1 + ra0) + 1):
                                 ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                if ru1 != 0.0:
-                                    rb1 = 0.0
-                                    rg = 0.0
-                                    for rv3 in range(0, (-1 + ra0) + 1):
-                                        rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                                        roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                        rg += roh * rw0
-                                        rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += (ru0 * ru1 * rf) * roh
-                                    rb0 += rg * ru1 * rf
-                                    rb1 += rg * ru0 * rf
-                                    out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += rb1
-                            out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += rb0
+                                rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] += ru0 * ru1 * rf
+                for rv4 in range(0, (-1 + ra0) + 1):
+                    for rv5 in range(0, (-1 + ra0) + 1):
+                        rtv = rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
+                        rgs = 0.0
+                        for rv3 in range(0, (-1 + ra0) + 1):
+                            rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                            roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                            rgs += roh * rw0
+                            rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += roh * rtv
+                        rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] += rgs
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                    for rv4 in range(0, (-1 + ra0) + 1):
+                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
+                        if ru0 != 0.0:
+                            for rv5 in range(0, (-1 + ra0) + 1):
+                                ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
+                                rgv = rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
+                                if rgv != 0.0:
+                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += rgv * ru1 * rf
+                                    out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += rgv * ru0 * rf
         rf = np.exp(0.0 - ls[lev])
         for rv0 in range(0, n + 1):
             if (1 + rv0) - rv0 == lev - 1:

@@ -18,7 +18,7 @@ from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, order
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
-from emc.structures.rules.stages import two_stage_inside
+from emc.structures.rules.stages import two_stage_inside, two_stage_outside
 
 TEMPLATE = "rules.py.j2"
 # The arguments are the spec's (`structure tags(x, states=45)`): their meta constants are numbered
@@ -302,6 +302,12 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         # what the part labels (a token's or a span's label, a dependent's head) sums its
         # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
         posting = _posterior_lines(names, rule)
+        counts = [(f"rw{q}" if read.table in names.small else "", lambda value, read=read: _outside_count(names, read, value))
+                  for q, read in learned]
+        staged = two_stage_outside(nest, counts, 4) if posting is None else None
+        if staged is not None:
+            lines += staged
+            continue
         if posting is not None:
             terms["rp"] = factors
             sums.append(Sum("rp", posting[0], ["if posting:"] + ["    " + line for line in posting[1]]))
