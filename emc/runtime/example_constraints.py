@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.duals import restored_duals
 from emc.spec.errors import EmcError
 
 HEAD = 5  # most E-steps, tolerance, where the statistics start, bound, sign (the glue's PROJECTION_HEAD)
@@ -83,12 +84,7 @@ class ExampleProjection:
 
     def resume(self, extra: dict) -> None:
         """The duals of a fit's state, when it has them (a resumed fit)."""
-        duals = extra.get(STATE_KEY)
-        if duals is not None:
-            if len(duals) != len(self.duals):
-                raise EmcError(f"the checkpoint's duals of constraint '{self.constraint.name}' do not fit this data "
-                               f"({len(duals)} positions, the data has {len(self.duals)})")
-            self.duals = np.array(duals, np.float64)
+        self.duals = restored_duals(extra, STATE_KEY, self.duals, self.constraint.name, "positions")
 
 
 def attach(executor, problem, settings) -> ExampleProjection | None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from emc.runtime import sparsity_duals as duals
 from emc.runtime.params import ParamState
+from emc.runtime.duals import restored_duals
 from emc.spec.errors import EmcError
 
 if TYPE_CHECKING:
@@ -83,12 +84,7 @@ class PosteriorSparsity:
         extra[STATE_KEY] = self.lam
 
     def resume(self, extra: dict) -> None:
-        lam = extra.get(STATE_KEY)
-        if lam is not None:
-            if np.shape(lam) != self.lam.shape:
-                raise EmcError(f"the checkpoint's duals of constraint '{self.constraint.name}' do not fit this data "
-                               f"({np.shape(lam)[0]} tokens, the data has {self.n_tokens})")
-            self.lam = np.array(lam, np.float64)
+        self.lam = restored_duals(extra, STATE_KEY, self.lam, self.constraint.name, "tokens")
 
     # the projection ---------------------------------------------------------------------------------
     def _run(self, run, params, lam):

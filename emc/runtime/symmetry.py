@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emc.spec.errors import EmcError
+from emc.runtime.duals import restored_duals
 from emc.structures.alignment import symmetry
 from emc.structures.alignment.projection import ARMIJO, SHRINK
 
@@ -59,12 +59,7 @@ class SymmetricProjection:
 
     def resume(self, extra: dict) -> None:
         """The duals of a fit's state, when it has them (a resumed fit)."""
-        duals = extra.get(STATE_KEY)
-        if duals is not None:
-            if len(duals) != len(self.x):
-                raise EmcError(f"the checkpoint's duals of constraint '{self.name}' do not fit this data "
-                               f"({len(duals)} duals, the data needs {len(self.x)})")
-            self.x = np.array(duals, np.float64)
+        self.x = restored_duals(extra, STATE_KEY, self.x, self.name, "duals")
 
     def keep(self, extra: dict) -> None:
         extra[STATE_KEY] = self.x
