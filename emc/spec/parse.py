@@ -358,28 +358,19 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             spec.model = stmt
         elif isinstance(stmt, list):
             spec.observed.extend(stmt)
-        elif isinstance(stmt, ir.Latent):
-            spec.latents.append(stmt)
-        elif isinstance(stmt, ir.Block):
-            spec.blocks.append(stmt)
-        elif isinstance(stmt, ir.Weight):
-            spec.weights.append(stmt)
-        elif isinstance(stmt, ir.Param):
-            spec.params.append(stmt)
-        elif isinstance(stmt, ir.Constraint):
-            spec.constraints.append(stmt)
-        elif isinstance(stmt, ir.ExampleConstraint):
-            spec.example_constraints.append(stmt)
-        elif isinstance(stmt, ir.SymmetricConstraint):
-            spec.symmetric_constraints.append(stmt)
-        elif isinstance(stmt, ir.SparsityConstraint):
-            spec.sparsity_constraints.append(stmt)
-        elif isinstance(stmt, ir.StructureDecl):
-            spec.structures.append(stmt)
+        elif type(stmt) in _LIST_OF:
+            getattr(spec, _LIST_OF[type(stmt)]).append(stmt)
         elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):
             _attach_to_structure(spec, sink, stmt)
     sink.raise_if_any()
     return spec
+
+
+# the Spec list each kind of statement joins, in source order
+_LIST_OF = {ir.Latent: "latents", ir.Block: "blocks", ir.Weight: "weights", ir.Param: "params",
+            ir.Constraint: "constraints", ir.ExampleConstraint: "example_constraints",
+            ir.SymmetricConstraint: "symmetric_constraints", ir.SparsityConstraint: "sparsity_constraints",
+            ir.StructureDecl: "structures"}
 
 
 def _attach_to_structure(spec: ir.Spec, sink: DiagnosticSink, stmt: ir.ItemDecl | ir.RuleDecl) -> None:

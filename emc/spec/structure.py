@@ -137,24 +137,29 @@ class Binding:
     args: dict[str, Any]
 
 
+def summary(docstring: str) -> str:
+    """A built-in structure's help line: its module docstring's second paragraph, on one line."""
+    return docstring.split("\n\n")[1].replace("\n", " ")
+
+
 @dataclass
 class Structure:
     """The front-end description of one structure. Concrete structures fill in these fields and
     the `attributes` function; see emc/structures/chain/__init__.py for the pattern."""
 
     name: str
-    help: str
+    help: str  # one line for `emc structures`: a built-in's is summary(its module's docstring)
     signature: str  # how it is written, e.g. "chain(x, states=K, order=1, stop=yes)"
     example: str  # a latent declaration using it, e.g. "latent z : chain(x, states=45)" (for the docs)
-    observed_roles: tuple[str, ...]  # positional observed arguments, e.g. ("x",)
-    uses_from: bool  # written as `alignment(f from e)`
-    input_kinds: tuple[str, ...]  # observed kinds it accepts: "tokens", "symbols"
     args: tuple[ArgSpec, ...]
     slots: tuple[Slot, ...]
     attributes: Callable[[Binding], dict[str, Attribute]]
     # slot_rule(binding, outcome, context) -> the slot a block with these attributes feeds, or
     # raises SlotError saying why no slot fits.
     slot_rule: Callable[[Binding, list[Attribute], list[Attribute]], str]
+    observed_roles: tuple[str, ...] = ("x",)  # positional observed arguments
+    uses_from: bool = False  # written as `alignment(f from e)`
+    input_kinds: tuple[str, ...] = ("tokens",)  # observed kinds it accepts: "tokens", "symbols"
     # table_space(binding, attribute, slot, is_outcome) -> the space of a table axis; lets a
     # structure add its boundary symbols (a chain's START row and STOP outcome).
     table_space: Callable[[Binding, Attribute, str, bool], str] = lambda b, a, s, o: a.space

@@ -26,7 +26,7 @@ the links in it.
 """
 from __future__ import annotations
 
-from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure, summary
 
 LINK, JUMP, DIAGONAL = "link", "jump", "diagonal"
 REVERSE = "reverse"  # the reverse model's folder inside a run (emc/runtime/modes/alignment.py, agreement.py)
@@ -80,12 +80,11 @@ def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool)
 
 ALIGNMENT = Structure(
     name="alignment",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="alignment(f from e, null=yes, jump=no, maxjump=20)",
     example="latent a : alignment(f from e, null=yes)",
     observed_roles=("target", "source"),
     uses_from=True,
-    input_kinds=("tokens",),
     args=(
         ArgSpec("null", "bool", True, "a target word may link to NULL (no source word)"),
         ArgSpec("jump", "bool", False, "links form a chain scored by the jump between source positions"),

@@ -8,7 +8,7 @@ same transition block, so sentence ends are modelled.
 """
 from __future__ import annotations
 
-from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure, summary
 
 EMISSION, TRANSITION = "emission", "transition"
 
@@ -55,12 +55,9 @@ def _table_space(binding: Binding, attr: Attribute, slot: str, is_outcome: bool)
 
 CHAIN = Structure(
     name="chain",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="chain(x, states=K, order=1, stop=yes)",
     example="latent z : chain(x, states=45)",
-    observed_roles=("x",),
-    uses_from=False,
-    input_kinds=("tokens",),
     args=(
         ArgSpec("states", "int", None, "number of hidden states", low=1, high=100000),
         ArgSpec("order", "int", 1, "Markov order of the transitions", choices=(1, 2)),

@@ -10,7 +10,7 @@ or `d.adjacent` the stop slot.
 """
 from __future__ import annotations
 
-from emc.spec.structure import Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import Attribute, Binding, Slot, SlotError, Structure, summary
 
 ROOT, ATTACH, STOP = "root", "attach", "stop"
 
@@ -49,12 +49,9 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
 
 DEPTREE = Structure(
     name="deptree",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="deptree(x)",
     example="latent d : deptree(x)",
-    observed_roles=("x",),
-    uses_from=False,
-    input_kinds=("tokens",),
     args=(),
     slots=(Slot(ROOT, "once per sentence, at its root word"), Slot(ATTACH, "per attachment (head, dependent)"),
            Slot(STOP, "per head and side: before each dependent (stop=0) and after the last (stop=1)")),

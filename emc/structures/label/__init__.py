@@ -8,7 +8,7 @@ verb-object pairs: Pereira, Tishby & Lee 1993; Rooth et al. 1999).
 """
 from __future__ import annotations
 
-from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure, summary
 
 EXAMPLE, TOKEN = "example", "token"
 MORE_FIELDS = 3  # observed variables after the first: label(v, n, classes=K) has fields v and n
@@ -45,13 +45,10 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
 
 LABEL = Structure(
     name="label",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="label(d, classes=K)",
     example="latent c : label(d, classes=20)",
-    observed_roles=("x",),
     extra_observed=MORE_FIELDS,
-    uses_from=False,
-    input_kinds=("tokens",),
     args=(ArgSpec("classes", "int", None, "number of classes", low=1, high=100000),),
     slots=(Slot(EXAMPLE, "once per example"), Slot(TOKEN, "once per token of the example, or of its first field"))
     + tuple(Slot(f"{TOKEN}{i + 2}", f"once per token of field {i + 2}") for i in range(MORE_FIELDS)),

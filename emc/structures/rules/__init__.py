@@ -140,7 +140,6 @@ def make_structure(program: Program) -> RuleStructure:
         signature=signature,
         example=f"latent s : {signature}",
         observed_roles=program.observed,
-        uses_from=False,
         input_kinds=("tokens", "symbols"),
         args=args,
         slots=tuple(Slot(rule.name, f"part {rule.name}") for rule in program.parts),

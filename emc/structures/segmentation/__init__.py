@@ -7,7 +7,7 @@ multiply into the segment score.
 """
 from __future__ import annotations
 
-from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, Structure, summary
 
 SEGMENT = "segment"
 
@@ -27,11 +27,9 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
 
 SEGMENTATION = Structure(
     name="segmentation",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="segmentation(x, maxlen=L)",
     example="latent s : segmentation(x, maxlen=10)",
-    observed_roles=("x",),
-    uses_from=False,
     input_kinds=("symbols",),
     args=(ArgSpec("maxlen", "int", 10, "longest word, in symbols", low=1, high=64),),
     slots=(Slot(SEGMENT, "per segment (start, length)"),),

@@ -12,7 +12,7 @@ in Chomsky normal form (emc/structures/pcfg/__init__.py).
 from __future__ import annotations
 
 from emc.structures import pcfg
-from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
+from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure, summary
 
 SPAN = "span"
 
@@ -44,12 +44,9 @@ def _slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribu
 
 SPANTREE = Structure(
     name="spantree",
-    help=__doc__.split("\n\n")[1].replace("\n", " "),
+    help=summary(__doc__),
     signature="spantree(x, empty=no, labels=0)",
     example="latent t : spantree(x)",
-    observed_roles=("x",),
-    uses_from=False,
-    input_kinds=("tokens",),
     args=(ArgSpec("empty", "bool", False, "also score the empty spans (i, i), always as distituents"),
           ArgSpec("labels", "int", 0, "K > 0: the nodes carry one of K labels (a PCFG); 0: unlabeled bracketings",
                   low=0, high=1000, listed_values=(10,))),
