@@ -52,6 +52,17 @@ def _normalise(row, K):
     return np.log(m)
 
 
+@njit(inline="always")
+def _open_span(chart, scale, i, j, top):
+    """Clears the row of span (i, j) before its sums; False, with its scale -inf, when nothing
+    reaches it (top, the largest scale among its terms, is -inf)."""
+    chart[i, j, :] = 0.0
+    if top == NEG_INF:
+        scale[i, j] = NEG_INF
+        return False
+    return True
+
+
 @njit(cache=True)
 def inside(semiring, rule, emit, n, K, chart, scale):
     """chart[i, j, a] * exp(scale[i, j]): the (+) over the subtrees of (i, j) rooted in label a
@@ -68,11 +79,9 @@ def inside(semiring, rule, emit, n, K, chart, scale):
             top = NEG_INF
             for k in range(i + 1, j):
                 top = max(top, scale[i, k] + scale[k, j])
-            row = chart[i, j]
-            row[:] = 0.0
-            if top == NEG_INF:
-                scale[i, j] = NEG_INF
+            if not _open_span(chart, scale, i, j, top):
                 continue
+            row = chart[i, j]
             _child_pairs(semiring, chart, scale, i, j, top, K, pairs)
             for b in range(K):
                 for c in range(K):
@@ -121,11 +130,9 @@ def outside(rule, root, inside_chart, inside_scale, n, K, chart, scale):
                 top = max(top, scale[i, p] + inside_scale[j, p])
             for h in range(i):
                 top = max(top, scale[h, j] + inside_scale[h, i])
-            row = chart[i, j]
-            row[:] = 0.0
-            if top == NEG_INF:
-                scale[i, j] = NEG_INF
+            if not _open_span(chart, scale, i, j, top):
                 continue
+            row = chart[i, j]
             for p in range(j + 1, n + 1):  # (i, j) is the left child of (i, p)
                 f = np.exp(scale[i, p] + inside_scale[j, p] - top)
                 if f == 0.0:
