@@ -39,6 +39,19 @@ NEG_INF = -np.inf
 
 # --- order 1, all states ---------------------------------------------------------------------
 
+@njit(inline="always")
+def _log_z(scale, n, c_end):
+    """log Z = sum_t log c_t + log c_end, the forward passes' last step (c_end into scale[n]);
+    -inf when no path reaches the end."""
+    if not c_end > 0.0:
+        return NEG_INF
+    scale[n] = c_end
+    log_z = 0.0
+    for t in range(n + 1):
+        log_z += np.log(scale[t])
+    return log_z
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def forward(semiring, node, trans, initial, final, alpha, scale):
     n, K = node.shape
@@ -97,13 +110,7 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
     c_end = 0.0
     for k in range(K):
         c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
-    if not c_end > 0.0:
-        return NEG_INF
-    scale[n] = c_end
-    log_z = 0.0
-    for t in range(n + 1):
-        log_z += np.log(scale[t])
-    return log_z
+    return _log_z(scale, n, c_end)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -391,13 +398,7 @@ def forward_pruned(semiring, node, trans, initial, final, states, lo, hi, alpha,
     for kk in range(lo[n - 1], hi[n - 1]):
         k = states[kk]
         c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
-    if not c_end > 0.0:
-        return NEG_INF
-    scale[n] = c_end
-    log_z = 0.0
-    for t in range(n + 1):
-        log_z += np.log(scale[t])
-    return log_z
+    return _log_z(scale, n, c_end)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -574,13 +575,7 @@ def forward2(semiring, node, trans, final, states, lo, hi, alpha, scale):
         for kk in range(lo[n - 1], hi[n - 1]):
             k = ext[kk]
             c_end = plus(semiring, c_end, alpha[n - 1, j, k] * final[j, k])
-    if not c_end > 0.0:
-        return NEG_INF
-    scale[n] = c_end
-    log_z = 0.0
-    for t in range(n + 1):
-        log_z += np.log(scale[t])
-    return log_z
+    return _log_z(scale, n, c_end)
 
 
 @njit(cache=True, fastmath=FASTMATH)
