@@ -25,6 +25,7 @@ independently; the HMM aligner samples its chain (forward-filtering backward-sam
 import numpy as np
 from numba import njit
 
+from emc.structures.alignment import hmm_sum
 from emc.structures.chain import dp as chain_dp
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM
@@ -53,6 +54,16 @@ def jump_score(jump_scores, jump, at, l, maxjump):
     if jump <= -maxjump:
         return score / (at - maxjump + 1)
     return score
+
+
+@njit(cache=True)
+def jump_matrix(jump_scores, maxjump, l):
+    """trans[p + 1, i]: the score of the jump from position p (-1 .. l-1) into source word i."""
+    trans = np.empty((l + 1, l))
+    for p in range(-1, l):
+        for i in range(l):
+            trans[p + 1, i] = jump_score(jump_scores, i - p, p, l, maxjump)
+    return trans
 
 
 @njit(cache=True)
@@ -252,7 +263,19 @@ def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     """The HMM aligner: posterior[i, j] = P(a_j = i) (NULL states summed into the NULL row) and
     jump_counts[bucket] += the expected number of jumps into each bucket, under sum; the best
     alignment's indicators and jump counts under max. Returns log Z (log best score under max).
-    `posterior` may be `scores` itself."""
+    `posterior` may be `scores` itself. Under sum, the forward-backward on source positions
+    (emc/structures/alignment/hmm_sum.py, a quarter of the chain DP's work)."""
+    if semiring == SUM:
+        trans = jump_matrix(jump_scores, maxjump, scores.shape[0] - null)
+        null_score = jump_scores[2 * maxjump + 1] if null else 0.0
+        return hmm_sum.forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_counts)
+    return chain_states(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts)
+
+
+@njit(cache=True)
+def chain_states(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
+    """chain() on the chain DP over the 2l + 1 states: the max semiring's path (and the sum's
+    reference, in the tests)."""
     width, m = scores.shape
     l = width - null
     node, trans, initial, final = chain_parts(scores, jump_scores, maxjump, null)
