@@ -14,17 +14,22 @@ of IBM 1 (--init ibm1) and runs --iterations of batch EM; the test pairs are dec
 CLI and scored against test.wa.nonullalign. eflomal aligns the same text both ways (its default
 IBM1+HMM+fertility schedule, and with --eflomal-model 2, IBM1+HMM); its links on the test pairs are
 symmetrised by emc's own heuristics and scored by emc's AER. The constrained specs are
-hmm_align.em with the constraint statements of each configuration. A symmetric run is decoded
+hmm_align.em with the constraint statements of each configuration; the row "specs/hmm_align_pr.em
+as it is" fits the spec itself with no schedule on the command line, so the symmetric fit's own
+default schedule applies (emc/runtime/modes/symmetric.py: IBM 1, then 1 iteration of constrained
+EM, at most 10 passes a projection). A symmetric run is decoded
 three ways: its posterior decoding (each pair projected, links whose mean posterior of the two
 directions is >= 0.5, `emc decode RUN`), each direction's own Viterbi links and their
 symmetrisations. Seconds: the fit's wall time (both directions, IBM 1 included) and the mean of
-its EM iterations (RUN/log.jsonl), on a shared machine.
+its EM iterations (RUN/log.jsonl), on a shared machine, and the CPU seconds of the fit's process
+(or eflomal's), which the other jobs of a shared machine disturb less.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -44,7 +49,9 @@ AGREED = [("agreed links (posterior >= 0.5)", [])]
 PROJECTED = [("projected posteriors (mean >= 0.5)", []), ("English->French", ["--direction", "forward"])] + DECODES[1:]
 BIJECTIVE = "constraint bijective : E[count per a.source] <= 1\n"
 SYMMETRIC = "constraint symmetric : E[a] agree\n"
-# (name, the constraint statements added to specs/hmm_align.em, fit arguments, decodes)
+SPEC_DEFAULTS = "specs/hmm_align_pr.em as it is"
+# (name, the constraint statements added to specs/hmm_align.em, fit arguments, decodes); the last
+# row fits specs/hmm_align_pr.em itself with no schedule on the command line (its defaults)
 MODELS = [
     ("HMM", "", [], DECODES),
     ("HMM by agreement", "", ["--agree"], AGREED),
@@ -52,6 +59,7 @@ MODELS = [
     ("HMM + bijective, agree", BIJECTIVE, ["--agree"], AGREED),
     ("HMM + symmetric", SYMMETRIC, [], PROJECTED),
     ("HMM + symmetric + bijective", SYMMETRIC + BIJECTIVE, [], PROJECTED),
+    (SPEC_DEFAULTS, None, [], PROJECTED[:1]),
 ]
 
 
@@ -62,18 +70,28 @@ def emc_rows(tmp: Path, data: Path, iterations: int, esteps: int, only: list[str
         if only and name not in only:
             continue
         spec = tmp / (re.sub(r"\W+", "_", name) + ".em")
-        spec.write_text(plain + constraints, encoding="utf-8")
-        if constraints:
-            fit_args = fit_args + ["--constraint-esteps", str(esteps)]
+        if constraints is None:  # the spec's own defaults: no schedule given
+            spec, schedule = ROOT / "specs" / "hmm_align_pr.em", []
+        else:
+            spec.write_text(plain + constraints, encoding="utf-8")
+            schedule = ["--init", "ibm1", "--iterations", str(iterations), "--tolerance", "0"]
+            if constraints:
+                schedule += ["--constraint-esteps", str(esteps)]
         run = tmp / re.sub(r"\W+", "_", name)
-        t0 = time.perf_counter()
-        emc("fit", str(spec), str(tmp / "train.txt"), "--out", str(run), "--quiet", "--init", "ibm1",
-            "--iterations", str(iterations), "--tolerance", "0", *fit_args)
-        seconds = time.perf_counter() - t0
+        t0, cpu0 = time.perf_counter(), _children_cpu()
+        emc("fit", str(spec), str(tmp / "train.txt"), "--out", str(run), "--quiet", *schedule, *fit_args)
+        seconds, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
         per_iteration = iteration_seconds(run)
         for links, decode_args in decodes:
             aer, precision, recall = scores(emc("decode", str(run), str(tmp / "test.txt"), *gold, *decode_args))
-            row(name, links, aer, precision, recall, seconds, per_iteration)
+            row(name, links, aer, precision, recall, seconds, per_iteration, cpu)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: on a shared machine a
+    fit's wall time measures the other jobs too."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def iteration_seconds(run: Path) -> float:
@@ -97,13 +115,13 @@ def eflomal_rows(tmp: Path, data: Path, test_pairs: int, model: int) -> None:
     lines = (tmp / "train.txt").read_text(encoding="utf-8").splitlines()
     (tmp / "e.txt").write_text("".join(line.split(" ||| ")[0] + "\n" for line in lines), encoding="utf-8")
     (tmp / "f.txt").write_text("".join(line.split(" ||| ")[1] + "\n" for line in lines), encoding="utf-8")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     done = subprocess.run([str(Path(sys.executable).parent / "eflomal-align"), "-s", str(tmp / "e.txt"),
                            "-t", str(tmp / "f.txt"), "-f", str(tmp / f"fwd{model}.txt"), "-r", str(tmp / f"rev{model}.txt"),
                            "--model", str(model)], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"eflomal-align failed:\n{done.stderr}")
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
 
     def links(path: Path) -> list[set[tuple[int, int]]]:
         out = [{tuple(int(x) for x in link.split("-")) for link in line.split()}
@@ -120,13 +138,14 @@ def eflomal_rows(tmp: Path, data: Path, test_pairs: int, model: int) -> None:
                              ("grow-diag-final-and",
                               [symmetrize(a, b, "grow-diag-final-and") for a, b in zip(forward, reverse)])]:
         s = alignment_scores(predicted, gold)
-        row(name, label, 100 * s["aer"], 100 * s["precision"], 100 * s["recall"], seconds, None)
+        row(name, label, 100 * s["aer"], 100 * s["precision"], 100 * s["recall"], seconds, None, cpu)
 
 
 def row(name: str, links: str, aer: float, precision: float, recall: float, seconds: float,
-        per_iteration: float | None) -> None:
+        per_iteration: float | None, cpu: float) -> None:
     each = "-" if per_iteration is None else f"{per_iteration:.1f}"
-    print(f"{name:<28} {links:<34} {aer:>6.1f} {precision:>7.1f} {recall:>6.1f} {seconds:>6.0f} {each:>6}", flush=True)
+    print(f"{name:<28} {links:<34} {aer:>6.2f} {precision:>7.1f} {recall:>6.1f} {seconds:>6.0f} {cpu:>6.0f} {each:>6}",
+          flush=True)
 
 
 def main() -> None:
@@ -143,7 +162,8 @@ def main() -> None:
         test_pairs = bitext(args.data, ["test"], tmp / "test.txt")
         print(f"training: {pairs} pairs; {args.iterations} EM iterations after 5 of IBM 1; AER on the {test_pairs} "
               f"test pairs; fit s: both directions, on a shared machine")
-        print(f"{'model':<28} {'links':<34} {'AER %':>6} {'prec %':>7} {'rec %':>6} {'fit s':>6} {'s/iter':>6}")
+        print(f"{'model':<28} {'links':<34} {'AER %':>6} {'prec %':>7} {'rec %':>6} {'fit s':>6} {'cpu s':>6} "
+              f"{'s/iter':>6}")
         if not args.no_eflomal:
             try:
                 import eflomal  # noqa: F401

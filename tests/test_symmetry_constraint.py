@@ -199,3 +199,25 @@ def test_fit_log_and_decode_through_the_cli(tmp_path, capsys, monkeypatch):
     # --constraints off: the two directions fitted apart, each the plain HMM aligner
     assert main(["fit", str(spec), str(data), "--out", "off", "--constraints", "off", *common]) == 0
     assert "example_constraints" not in json.loads((tmp_path / "off" / "log.jsonl").read_text().splitlines()[0])
+
+
+def test_a_symmetric_fit_without_a_schedule_takes_its_default(tmp_path, capsys, monkeypatch):
+    """No --init, --iterations, --constraint-esteps: IBM 1 first, then one iteration of constrained
+    EM with at most 10 passes a projection (the Hansards bench's best; emc/runtime/modes/symmetric.py),
+    said on stderr and recorded in run.json; flags on the command line are kept."""
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "sym.em"
+    spec.write_text(both_bijective(1.0))
+    data = tmp_path / "pairs.txt"
+    data.write_text("".join(p + "\n" for p in PAIRS * 2))
+    assert main(["fit", str(spec), str(data), "--out", "run", "--threads", "1"]) == 0
+    assert "constraint 'symmetric': --init ibm1 --iterations 1 --constraint-esteps 10" in capsys.readouterr().err
+    settings = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]
+    assert (settings["init"], settings["iterations"], settings["constraint_esteps"]) == ("ibm1", 1, 10)
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["label"].split()[0] for r in log if "example_constraints" in r] == ["symmetric"]
+    assert main(["fit", str(spec), str(data), "--out", "given", "--threads", "1", "--iterations", "2", "--init",
+                 "uniform"]) == 0
+    assert "constraint 'symmetric': --constraint-esteps 10 (" in capsys.readouterr().err
+    settings = json.loads((tmp_path / "given" / "run.json").read_text())["settings"]
+    assert (settings["init"], settings["iterations"]) == ("uniform", 2)

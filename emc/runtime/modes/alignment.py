@@ -48,6 +48,7 @@ def fit_both_directions(job) -> int:
     if job.job.checked.symmetric is not None and job.settings.constraints != "off":
         from emc.runtime.modes import agreement, symmetric
 
+        symmetric.use_default_schedule(job)
         return agreement.fit_jointly(job, symmetric.Symmetric)  # trained together, their posteriors agreeing
     job.run()
     job.say("emc: the reverse direction (target -> source)")
