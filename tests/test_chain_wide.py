@@ -1,6 +1,7 @@
-"""The dense forward pass from WIDE_FROM states on (emc/structures/chain/dp.py: _forward_wide, eight
-previous states a sweep over zero-padded rows) sums the same products in the same order as the
-narrow one: the same alphas, scales and log Z bit for bit, under sum and max, and -inf alike."""
+"""The dense forward and backward passes from WIDE_FROM states on (emc/structures/chain/dp.py:
+_forward_wide and _backward_wide, eight states a sweep over zero-padded rows) sum the same products
+in the same order as the narrow ones: the same alphas, scales, log Z, betas, edge sums and
+weights bit for bit, under sum and max, and -inf alike."""
 import numpy as np
 import pytest
 
@@ -38,3 +39,23 @@ def test_wide_forward_impossible_sequence():
     trans = np.full((states, states), 1.0 / states)
     ones = np.ones(states)
     assert _run(dp._forward_wide, SUM, node, trans, ones, ones)[0] == -np.inf
+
+
+@pytest.mark.parametrize("states", [dp.WIDE_FROM, 45, 64])
+def test_wide_backward_is_the_narrow_one_bit_for_bit(states):
+    rng = np.random.default_rng(states + 1)
+    n = 9
+    node = rng.random((n, states))
+    trans = rng.random((states, states))
+    trans /= trans.sum(axis=1, keepdims=True)
+    trans_t = np.ascontiguousarray(trans.T)
+    initial, final = rng.random(states), rng.random(states)
+    log_z, alpha, scale = _run(dp._forward_narrow, SUM, node, trans, initial, final)
+    assert np.isfinite(log_z)
+    out = []
+    for backward in (dp._backward_wide, dp._backward_narrow):
+        w, beta, edges = node.copy(), np.zeros((n, states)), np.zeros((states, states))
+        backward(w, trans_t, final, scale, alpha, beta, edges)
+        out.append((w, beta, edges))
+    for wide, narrow in zip(*out):
+        assert np.array_equal(wide, narrow)
