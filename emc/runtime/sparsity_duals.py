@@ -13,7 +13,10 @@ def _capped_simplex(v, sigma, out):
     """out = the Euclidean projection of v onto {x >= 0, sum(x) <= sigma}: v clipped at 0 when that
     sum is at most sigma, else max(v - theta, 0) with the theta that makes it sum to sigma (the
     projection onto the simplex), found as Michelot (1986) does: theta = (sum of the entries above
-    it - sigma) / their number, repeated until that set stops shrinking (a few passes, exact; no sort)."""
+    it - sigma) / their number, repeated until that set stops shrinking (a few passes, exact; no sort).
+    theta never falls, so the set only shrinks and the loop ends: in exact arithmetic it rises by
+    itself, but an entry lying on theta (duals stuck at one value) could leave the set and come back
+    by a rounding, and the old loop went round that cycle for ever."""
     total = 0.0
     for i in range(v.shape[0]):
         out[i] = max(v[i], 0.0)
@@ -24,17 +27,17 @@ def _capped_simplex(v, sigma, out):
         out[:] = 0.0
         return
     theta = v.max() - sigma  # a lower bound: the largest entry keeps at most sigma
-    kept = -1
+    kept = v.shape[0] + 1
     while True:
         above, count = 0.0, 0
         for i in range(v.shape[0]):
             if v[i] > theta:
                 above += v[i]
                 count += 1
-        if count == kept:
+        if count >= kept:  # (the largest entry stays above theta: count >= 1)
             break
         kept = count
-        theta = (above - sigma) / count
+        theta = max(theta, (above - sigma) / count)
     for i in range(v.shape[0]):
         out[i] = max(v[i] - theta, 0.0)
 
