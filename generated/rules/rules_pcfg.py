@@ -632,7 +632,7 @@ def prepare(meta, params):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, MAX if semiring == MAX else SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
@@ -641,7 +641,8 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
+        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts, stack,
+                          pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -655,7 +656,7 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
     compiles what they call (a rules program's read-back: seconds of a cold start)."""
     semiring = SUM
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, MAX if semiring == MAX else SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
@@ -664,7 +665,8 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, is_sampling(semiring), parts, stack, pick)
+        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts, stack,
+                          pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -683,11 +685,12 @@ def _write_parts(parts, count, out):
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best derivation's parts: out[0] = their number, then PART_WIDTH values each."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_score = _inside(ex, ints, layout, meta, params, derived, MAX, chart, ls)
+    log_score = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX), chart, ls)
     if not log_score > -np.inf:
         out[0] = 0
         return log_score
-    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, False, parts, stack, pick)
+    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(False), parts, stack,
+                      pick)
     _write_parts(parts, max(count, 0), out)
     return log_score if count >= 0 else np.nan
 
@@ -696,11 +699,12 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """A derivation drawn from the posterior (the caller seeds the generator), as decode_example."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
     if not log_z > -np.inf:
         out[0] = 0
         return log_z
-    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, True, parts, stack, pick)
+    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(True), parts, stack,
+                      pick)
     _write_parts(parts, max(count, 0), out)
     return log_z if count >= 0 else np.nan
 
@@ -710,7 +714,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
     token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, SUM, chart, ls)
+    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
     out[:] = 0.0
     if not log_z > -np.inf:
         return log_z
