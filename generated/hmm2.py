@@ -206,6 +206,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.zeros((K + 1, K + 1, K + 1))
-    log_z = dp.marginals2(0, node, trans, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals2(np.int64(0), node, trans, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

@@ -345,6 +345,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals(0, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals(np.int64(0), node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

@@ -114,6 +114,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(segment x[i:i+l]) at out[i * L + l - 1]."""
     seg = _segment_scores(ex, ints, layout, meta, params)
     marg = np.empty(seg.shape)
-    log_z = dp.marginals(dp.SUM, seg, marg)
+    log_z = dp.marginals(np.int64(dp.SUM), seg, marg)  # as estep_example passes it: one compile
     out[:marg.size] = marg.ravel()
     return log_z
