@@ -72,19 +72,83 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
 WIDE_FROM = 32
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _forward_narrow(semiring, node, trans, initial, final, alpha, scale):
-    n, K = node.shape
+@njit(inline="always")
+def _first_column(semiring, node, initial, alpha, scale):
+    """alpha[0] and its scale c_0; False when no state can start the sequence."""
+    K = node.shape[1]
     c = 0.0
     for k in range(K):
         alpha[0, k] = initial[k] * node[0, k]
         c = plus(semiring, c, alpha[0, k])
     if not c > 0.0:
-        return NEG_INF
+        return False
     scale[0] = c
     inv = 1.0 / c
     for k in range(K):
         alpha[0, k] *= inv
+    return True
+
+
+@njit(inline="always")
+def _close_column(semiring, acc, node, alpha, scale, t):
+    """alpha[t] = acc (the previous states' sums) times the node scores, scaled by their (+) c_t;
+    False when it is zero. The scale in four partial sums: one running sum is a chain of K
+    dependent additions."""
+    K = node.shape[1]
+    c0, c1, c2, c3 = 0.0, 0.0, 0.0, 0.0
+    k = 0
+    while k + 4 <= K:
+        alpha[t, k], alpha[t, k + 1] = acc[k] * node[t, k], acc[k + 1] * node[t, k + 1]
+        alpha[t, k + 2], alpha[t, k + 3] = acc[k + 2] * node[t, k + 2], acc[k + 3] * node[t, k + 3]
+        c0, c1 = plus(semiring, c0, alpha[t, k]), plus(semiring, c1, alpha[t, k + 1])
+        c2, c3 = plus(semiring, c2, alpha[t, k + 2]), plus(semiring, c3, alpha[t, k + 3])
+        k += 4
+    while k < K:
+        alpha[t, k] = acc[k] * node[t, k]
+        c0 = plus(semiring, c0, alpha[t, k])
+        k += 1
+    c = plus(semiring, plus(semiring, c0, c1), plus(semiring, c2, c3))
+    if not c > 0.0:
+        return False
+    scale[t] = c
+    inv = 1.0 / c
+    for k in range(K):
+        alpha[t, k] *= inv
+    return True
+
+
+@njit(inline="always")
+def _sweep_fours(semiring, alpha, trans, acc, t, j, K, width):
+    """acc[:width] (+)= alpha[t - 1, j'] trans[j', :width] for the previous states j' from j on,
+    four a sweep (a quarter of the loads and stores of acc), then one by one."""
+    while j + 4 <= K:
+        a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
+        for k in range(width):
+            pair0 = plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k])
+            pair1 = plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k])
+            acc[k] = plus(semiring, acc[k], plus(semiring, pair0, pair1))
+        j += 4
+    while j < K:
+        a = alpha[t - 1, j]
+        for k in range(width):
+            acc[k] = plus(semiring, acc[k], a * trans[j, k])
+        j += 1
+
+
+@njit(inline="always")
+def _ended(semiring, alpha, final, scale, n, K):
+    """log Z from the last column: c_end = (+)_k alpha[n-1, k] final[k] (see _log_z)."""
+    c_end = 0.0
+    for k in range(K):
+        c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
+    return _log_z(scale, n, c_end)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _forward_narrow(semiring, node, trans, initial, final, alpha, scale):
+    n, K = node.shape
+    if not _first_column(semiring, node, initial, alpha, scale):
+        return NEG_INF
     # alpha[t] before the node scores is summed in an array of its own, which LLVM then knows
     # overlaps neither alpha[t - 1] nor trans (the forward pass 8% faster on CoNLL-2000). Rows are
     # indexed in place, not taken as views: a view costs a reference count taken and dropped,
@@ -93,59 +157,17 @@ def _forward_narrow(semiring, node, trans, initial, final, alpha, scale):
     for t in range(1, n):
         for k in range(K):
             acc[k] = 0.0
-        # four previous states per sweep: a quarter of the loads and stores of acc
-        j = 0
-        while j + 4 <= K:
-            a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
-            for k in range(K):
-                pair0 = plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k])
-                pair1 = plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k])
-                acc[k] = plus(semiring, acc[k], plus(semiring, pair0, pair1))
-            j += 4
-        while j < K:
-            a = alpha[t - 1, j]
-            for k in range(K):
-                acc[k] = plus(semiring, acc[k], a * trans[j, k])
-            j += 1
-        # the scale in four partial sums: one running sum is a chain of K dependent additions
-        c0, c1, c2, c3 = 0.0, 0.0, 0.0, 0.0
-        k = 0
-        while k + 4 <= K:
-            alpha[t, k], alpha[t, k + 1] = acc[k] * node[t, k], acc[k + 1] * node[t, k + 1]
-            alpha[t, k + 2], alpha[t, k + 3] = acc[k + 2] * node[t, k + 2], acc[k + 3] * node[t, k + 3]
-            c0, c1 = plus(semiring, c0, alpha[t, k]), plus(semiring, c1, alpha[t, k + 1])
-            c2, c3 = plus(semiring, c2, alpha[t, k + 2]), plus(semiring, c3, alpha[t, k + 3])
-            k += 4
-        while k < K:
-            alpha[t, k] = acc[k] * node[t, k]
-            c0 = plus(semiring, c0, alpha[t, k])
-            k += 1
-        c = plus(semiring, plus(semiring, c0, c1), plus(semiring, c2, c3))
-        if not c > 0.0:
+        _sweep_fours(semiring, alpha, trans, acc, t, 0, K, K)
+        if not _close_column(semiring, acc, node, alpha, scale, t):
             return NEG_INF
-        scale[t] = c
-        inv = 1.0 / c
-        for k in range(K):
-            alpha[t, k] *= inv
-    c_end = 0.0
-    for k in range(K):
-        c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
-    return _log_z(scale, n, c_end)
+    return _ended(semiring, alpha, final, scale, n, K)
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _forward_wide(semiring, node, trans, initial, final, alpha, scale):
     n, K = node.shape
-    c = 0.0
-    for k in range(K):
-        alpha[0, k] = initial[k] * node[0, k]
-        c = plus(semiring, c, alpha[0, k])
-    if not c > 0.0:
+    if not _first_column(semiring, node, initial, alpha, scale):
         return NEG_INF
-    scale[0] = c
-    inv = 1.0 / c
-    for k in range(K):
-        alpha[0, k] *= inv
     # alpha[t] before the node scores is summed in an array of its own, which LLVM then knows
     # overlaps neither alpha[t - 1] nor trans (the forward pass 8% faster on CoNLL-2000). Rows are
     # indexed in place, not taken as views: a view costs a reference count taken and dropped,
@@ -174,42 +196,10 @@ def _forward_wide(semiring, node, trans, initial, final, alpha, scale):
                               plus(semiring, a6 * trans[j + 6, k], a7 * trans[j + 7, k]))
                 acc[k] = plus(semiring, plus(semiring, acc[k], first), second)
             j += 8
-        while j + 4 <= K:
-            a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
-            for k in range(Kp):
-                pair0 = plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k])
-                pair1 = plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k])
-                acc[k] = plus(semiring, acc[k], plus(semiring, pair0, pair1))
-            j += 4
-        while j < K:
-            a = alpha[t - 1, j]
-            for k in range(Kp):
-                acc[k] = plus(semiring, acc[k], a * trans[j, k])
-            j += 1
-        # the scale in four partial sums: one running sum is a chain of K dependent additions
-        c0, c1, c2, c3 = 0.0, 0.0, 0.0, 0.0
-        k = 0
-        while k + 4 <= K:
-            alpha[t, k], alpha[t, k + 1] = acc[k] * node[t, k], acc[k + 1] * node[t, k + 1]
-            alpha[t, k + 2], alpha[t, k + 3] = acc[k + 2] * node[t, k + 2], acc[k + 3] * node[t, k + 3]
-            c0, c1 = plus(semiring, c0, alpha[t, k]), plus(semiring, c1, alpha[t, k + 1])
-            c2, c3 = plus(semiring, c2, alpha[t, k + 2]), plus(semiring, c3, alpha[t, k + 3])
-            k += 4
-        while k < K:
-            alpha[t, k] = acc[k] * node[t, k]
-            c0 = plus(semiring, c0, alpha[t, k])
-            k += 1
-        c = plus(semiring, plus(semiring, c0, c1), plus(semiring, c2, c3))
-        if not c > 0.0:
+        _sweep_fours(semiring, alpha, trans, acc, t, j, K, Kp)
+        if not _close_column(semiring, acc, node, alpha, scale, t):
             return NEG_INF
-        scale[t] = c
-        inv = 1.0 / c
-        for k in range(K):
-            alpha[t, k] *= inv
-    c_end = 0.0
-    for k in range(K):
-        c_end = plus(semiring, c_end, alpha[n - 1, k] * final[k])
-    return _log_z(scale, n, c_end)
+    return _ended(semiring, alpha, final, scale, n, K)
 
 
 @njit(cache=True, fastmath=FASTMATH)
