@@ -218,18 +218,42 @@ def backward_edges(node, trans_t, final, scale, alpha, beta, edge_raw):
         _backward_narrow(node, trans_t, final, scale, alpha, beta, edge_raw)
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _backward_narrow(node, trans_t, final, scale, alpha, beta, edge_raw):
-    n, K = node.shape
+@njit(inline="always")
+def _last_column(final, scale, beta, n, K):
+    """beta[n - 1] = final / c_end: the backward passes' start."""
     inv_end = 1.0 / scale[n]
     for k in range(K):
         beta[n - 1, k] = final[k] * inv_end
+
+
+@njit(inline="always")
+def _weigh_column(node, scale, alpha, beta, w, t, K):
+    """w_t = node[t] beta[t] / c_t (w may be node's memory: node[t] is read here for the last
+    time), and beta[t] becomes the marginal alpha[t] beta[t] (it is read for the last time too)."""
+    inv = 1.0 / scale[t]
+    for k in range(K):
+        w[t, k] = node[t, k] * beta[t, k] * inv
+        beta[t, k] *= alpha[t, k]
+
+
+@njit(inline="always")
+def _close_backward(alpha, beta, w, n, K, edge_raw):
+    """beta[0] becomes its marginal; edge_raw[k, j] = sum_t w_t[k] alpha[t-1, j], one product."""
+    for k in range(K):
+        beta[0, k] *= alpha[0, k]
+    if n > 1:
+        np.dot(w[1:].T, alpha[:n - 1], edge_raw)
+    else:
+        edge_raw[:, :] = 0.0
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _backward_narrow(node, trans_t, final, scale, alpha, beta, edge_raw):
+    n, K = node.shape
+    _last_column(final, scale, beta, n, K)
     w = node  # node[t] is read for the last time when w_t is made from it: w_t takes its place
     for t in range(n - 1, 0, -1):
-        inv = 1.0 / scale[t]
-        for k in range(K):
-            w[t, k] = node[t, k] * beta[t, k] * inv
-            beta[t, k] *= alpha[t, k]  # beta[t] is read for the last time: it becomes the marginal
+        _weigh_column(node, scale, alpha, beta, w, t, K)
         for j in range(K):
             beta[t - 1, j] = 0.0
         # four next states per sweep, as in `forward` (rows indexed in place, as there)
@@ -245,20 +269,13 @@ def _backward_narrow(node, trans_t, final, scale, alpha, beta, edge_raw):
             for j in range(K):
                 beta[t - 1, j] += trans_t[k, j] * wk
             k += 1
-    for k in range(K):
-        beta[0, k] *= alpha[0, k]
-    if n > 1:
-        np.dot(w[1:].T, alpha[:n - 1], edge_raw)
-    else:
-        edge_raw[:, :] = 0.0
+    _close_backward(alpha, beta, w, n, K, edge_raw)
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _backward_wide(node, trans_t, final, scale, alpha, beta, edge_raw):
     n, K = node.shape
-    inv_end = 1.0 / scale[n]
-    for k in range(K):
-        beta[n - 1, k] = final[k] * inv_end
+    _last_column(final, scale, beta, n, K)
     width = (K + 7) // 8 * 8  # as _forward_wide: trans_t's rows padded
     rows = np.zeros((K, width))
     for k in range(K):
@@ -267,10 +284,7 @@ def _backward_wide(node, trans_t, final, scale, alpha, beta, edge_raw):
     acc = np.empty(width)
     w = node  # node[t] is read for the last time when w_t is made from it: w_t takes its place
     for t in range(n - 1, 0, -1):
-        inv = 1.0 / scale[t]
-        for k in range(K):
-            w[t, k] = node[t, k] * beta[t, k] * inv
-            beta[t, k] *= alpha[t, k]  # beta[t] is read for the last time: it becomes the marginal
+        _weigh_column(node, scale, alpha, beta, w, t, K)
         for j in range(width):
             acc[j] = 0.0
         k = 0
@@ -294,12 +308,7 @@ def _backward_wide(node, trans_t, final, scale, alpha, beta, edge_raw):
             k += 1
         for j in range(K):
             beta[t - 1, j] = acc[j]
-    for k in range(K):
-        beta[0, k] *= alpha[0, k]
-    if n > 1:
-        np.dot(w[1:].T, alpha[:n - 1], edge_raw)
-    else:
-        edge_raw[:, :] = 0.0
+    _close_backward(alpha, beta, w, n, K, edge_raw)
 
 
 @njit(cache=True)
