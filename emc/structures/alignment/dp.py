@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.alignment import hmm_sum
+from emc.structures.alignment.jumps import jump_bucket
 from emc.structures.chain import dp as chain_dp
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM
@@ -37,11 +38,6 @@ NO_LINK = -1  # a decoded target word linked to NULL
 @njit(cache=True)
 def jump_buckets(maxjump, null):
     return 2 * maxjump + 1 + null
-
-
-@njit(cache=True)
-def jump_bucket(jump, maxjump):
-    return min(max(jump, -maxjump), maxjump) + maxjump
 
 
 @njit(cache=True)

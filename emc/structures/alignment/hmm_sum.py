@@ -15,6 +15,8 @@ score of jumping from p to word i (dp.jump_matrix, built once a pair).
 import numpy as np
 from numba import njit
 
+from emc.structures.alignment.jumps import jump_bucket
+
 NEG_INF = -np.inf
 
 
@@ -100,5 +102,5 @@ def forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_c
             beta[q] = carried + stay * beta[q]
     for d in range(2 * l + 1):
         if by_jump[d] != 0.0:
-            jump_counts[min(max(d - l, -maxjump), maxjump) + maxjump] += by_jump[d]
+            jump_counts[jump_bucket(d - l, maxjump)] += by_jump[d]
     return log_z
