@@ -140,9 +140,10 @@ def test_constraints_off_is_plain_em_and_on_projects(tmp_path):
 
 
 def _steps(problem, settings, state, steps):
-    """(the state, the result) of batch EM run to `steps` iterations from `state` (None: a random start)."""
-    settings = FitSettings(**{**settings.__dict__, "iterations": steps})
-    variant = make_variant("batch", problem, LocalExecutor(problem, threads=1), settings)
+    """(the state, the result) of the settings' algorithm run to `steps` iterations (an online one's:
+    passes) from `state` (None: a random start)."""
+    settings = FitSettings(**{**settings.__dict__, "iterations": steps, "passes": steps})
+    variant = make_variant(settings.algorithm, problem, LocalExecutor(problem, threads=1), settings)
     if state is None:
         state = FitState(params=random_params(problem, np.random.default_rng(2)), rng=np.random.default_rng(2))
         variant.start(state)
@@ -165,16 +166,15 @@ def test_the_duals_ride_in_the_checkpoint_so_a_resumed_fit_is_exact(tmp_path):
     assert not np.array_equal(whole.params.theta, _steps(problem, settings, cold_state, 4)[1].params.theta)
 
 
-@pytest.mark.parametrize("algorithm, why", [("stepwise", "its passes run the E-step inside compiled code, without the duals"),
-                                            ("incremental", "its passes run the E-step inside compiled code, without the duals"),
-                                            ("hard", "it does not use posteriors")])
+# the online algorithms project each mini-batch's posteriors: tests/test_constraints_online.py
+@pytest.mark.parametrize("algorithm, why", [("hard", "it does not use posteriors")])
 def test_an_algorithm_that_cannot_project_says_so(tmp_path, algorithm, why):
     problem = problem_from_lines(tmp_path, constrained(HMM, "<= 0.7"), PAIRS)
     settings = FitSettings(algorithm=algorithm, iterations=1, passes=1, tolerance=0, eval_every=0, threads=1)
     with pytest.raises(EmcError) as err:
         fit(problem, settings)
     assert str(err.value) == (f"--algorithm {algorithm} cannot project onto the per-example constraint 'bijective' "
-                              f"({why}): use batch, annealed, skewed or vb, or --constraints off")
+                              f"({why}): use batch, annealed, skewed, vb, stepwise or incremental, or --constraints off")
     fit(problem, FitSettings(**{**settings.__dict__, "constraints": "off"}))  # off: it fits
 
 

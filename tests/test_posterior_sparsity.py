@@ -134,14 +134,15 @@ def test_a_zero_penalty_and_constraints_off_are_plain_em_bit_for_bit(tmp_path):
     assert on.history[-1]["sparsity"]["lambda"] > 0 and on.objective < off.objective
 
 
-@pytest.mark.parametrize("algorithm", ["stepwise", "incremental", "hard"])
+@pytest.mark.parametrize("algorithm", ["hard"])  # the online ones project: tests/test_constraints_online.py
 def test_an_algorithm_that_cannot_project_says_so(tmp_path, algorithm):
     problem = problem_from_lines(tmp_path, SPARSE, LINES, overrides={"states": 2})
     settings = FitSettings(algorithm=algorithm, iterations=1, passes=1, tolerance=0, eval_every=0, threads=1)
     with pytest.raises(EmcError) as err:
         fit(problem, settings)
     assert str(err.value) == (f"--algorithm {algorithm} cannot project onto the posterior sparsity 'sparse' (its "
-                              f"posteriors are not projected): use batch, annealed, skewed or vb, or --constraints off")
+                              f"posteriors are not projected): use batch, annealed, skewed, vb, stepwise or incremental, or "
+                              f"--constraints off")
     fit(problem, FitSettings(**{**settings.__dict__, "constraints": "off"}))  # off: it fits
 
 

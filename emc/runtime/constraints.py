@@ -28,7 +28,7 @@ import numpy as np
 
 from emc.io.readers import read_lines
 from emc.runtime.params import ParamState, TableLayout
-from emc.spec.errors import DataError, EmcError
+from emc.spec.errors import DataError
 from emc.spec.model import Factor
 
 if TYPE_CHECKING:
@@ -129,10 +129,12 @@ class Projection:
         self.duals: list[float] = []  # the dual objective at each accepted lambda of the latest projection
 
     def _set(self, params: ParamState, lam: np.ndarray) -> None:
-        if params.scale[0] != 1.0 or np.any(params.table_add != 0.0):
-            raise EmcError("posterior regularization needs parameters in plain form (batch-style EM)")
+        """The tables hold exp(-lambda psi), their rows' totals 1: the online variants' lazy form then
+        reads them as those values too, theta * scale / (row_total * scale) (they add nothing to a
+        constraint's table; their rescaling multiplies its theta and totals alike)."""
         for c, value in zip(self.constraints, lam):
             params.theta[c.table.entries] = np.exp(-value * c.psi) if value > 0 else 1.0
+            params.row_total[c.table.row_slice] = 1.0
 
     def _gradient(self, counts: np.ndarray) -> np.ndarray:
         """d objective / d lambda = -E_q[psi], per constraint."""
@@ -231,12 +233,31 @@ def projection_lines(history: list[dict], shown: int = 5) -> list[str]:
     records = [r for r in history if "constraints" in r or "example_constraints" in r or "sparsity" in r]
     if not records:
         return []
-    lines = ["posterior regularization, per iteration: each constraint's expected share before -> after the "
+    lines = ["posterior regularization, per iteration (an online fit's pass: the mean over its mini-batches): each "
+             "constraint's expected share before -> after the "
              "projection (lambda), the dual objective (the projection's KL) and the E-steps it took; a per-example "
              "constraint's expected parts beyond its bound per position, before -> after; posterior sparsity's states per "
              "word type (the summed largest posterior of each state) from the previous duals -> after:"]
     picked = records if len(records) <= 2 * shown else records[:shown] + [None] + records[-shown:]
     for r in picked:
-        lines.append("  ..." if r is None else f"  iter {r.get('iteration', '?'):>4}  {projection_text(r)}")
+        lines.append("  ..." if r is None else f"  {'pass' if 'pass' in r else 'iter'} "
+                                               f"{r.get('iteration', r.get('pass', '?')):>4}  {projection_text(r)}")
     return lines
 
+
+def mean_record(records: list[dict]) -> dict:
+    """The projections of an online pass's mini-batches (or blocks) in one record: every number
+    their mean (a share, an excess or a norm of one mini-batch; its dual; its E-steps), every name
+    the first's ({} without constraints)."""
+    return _mean(records) if records else {}
+
+
+def _mean(values: list):
+    first = values[0]
+    if isinstance(first, dict):
+        return {k: _mean([v[k] for v in values]) for k in first}
+    if isinstance(first, list):
+        return [_mean([v[i] for v in values]) for i in range(len(first))]
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        return float(np.mean(values))
+    return first

@@ -22,6 +22,8 @@ from emc.spec.errors import EmcError
 # The variants that run for --iterations, and the online ones that run for --passes.
 BATCH_STYLE = ("batch", "hard", "annealed", "skewed", "vb", "stochastic")
 ONLINE = ("stepwise", "incremental")
+# the variants that project posteriors onto a spec's constraints (emc/runtime/constraints.py), for messages
+PROJECTING = "batch, annealed, skewed, vb, stepwise or incremental"
 # every --algorithm (emc/runtime/variants/__init__.py: VARIANTS has one variant for each)
 ALGORITHMS = BATCH_STYLE + ONLINE
 START_MASSES = ("entry", "row")
@@ -80,7 +82,8 @@ class FitSettings:
         "iterations cost less (docs/writing-models.md measures both ways)", metavar="N")
     # posterior regularization (emc/runtime/constraints.py)
     constraints: str = _setting("on", "the spec's constraints on the posterior: on (each E-step's posterior is "
-                                "projected onto them; batch-style algorithms but hard and stochastic) or off "
+                                "projected onto them, a mini-batch's or block's by the online algorithms; every algorithm but hard "
+                                "and stochastic) or off "
                                 "(plain EM, for comparison)", choices=("on", "off"))
     constraint_esteps: int = _setting(20, "constraints: at most N E-steps per iteration to project the posterior "
                                       "(each one evaluation of the dual)", metavar="N")

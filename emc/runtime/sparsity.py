@@ -22,6 +22,7 @@ each score is multiplied by exactly 1.0, and the fit is plain EM's bit for bit.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from emc.runtime import sparsity_duals as duals
 from emc.runtime.params import ParamState
 from emc.runtime.duals import restored_duals
+from emc.runtime.settings import PROJECTING
 from emc.spec.errors import EmcError
 
 if TYPE_CHECKING:
@@ -37,6 +39,22 @@ if TYPE_CHECKING:
 ARMIJO = 1e-4  # the share of the linear decrease a step must achieve
 SHRINK = 0.25  # a refused step is this much shorter at the next try
 STATE_KEY = "sparsity_duals"  # the duals in a fit's state.extra (checkpoints hold them)
+
+
+@dataclass
+class TokenGroups:
+    """Rows of the dual problem (emc/runtime/sparsity_duals.py): row j is corpus token order[j], and
+    word type w's tokens are rows starts[w]:starts[w + 1]; `spread` orders the types for the threads;
+    `weight` is each row's example weight."""
+
+    order: np.ndarray
+    starts: np.ndarray
+    spread: np.ndarray
+    weight: np.ndarray
+
+    @property
+    def types(self) -> int:
+        return len(self.starts) - 1
 
 
 class PosteriorSparsity:
@@ -48,27 +66,38 @@ class PosteriorSparsity:
         self.sigma = float(self.constraint.penalty)
         words = problem.corpus.fields[self.constraint.word.attribute.tokens_of]
         self.n_tokens, self.K = len(words.ids), int(problem.args["states"])
-        # the duals and posteriors are held in type order (emc/runtime/sparsity_duals.py): row j is
-        # token order[j], and type w's tokens are rows starts[w]:starts[w + 1]
-        self.order = np.argsort(words.ids, kind="stable").astype(np.int64)
-        counts = np.bincount(words.ids, minlength=1)
-        self.starts = np.concatenate([[0], np.cumsum(counts[counts > 0])]).astype(np.int64)
-        self.types = len(self.starts) - 1
-        self.spread = np.random.default_rng(0).permutation(self.types).astype(np.int64)  # threads' shares
-        self.weight = np.repeat(np.asarray(weights, np.float64), words.lengths())[self.order]
+        self.ids, lengths = np.asarray(words.ids), words.lengths()
+        self.n_examples = len(lengths)
+        self.first_token = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # example e's: [e]:[e + 1]
+        self.token_weight = np.repeat(np.asarray(weights, np.float64), lengths)
+        self.corpus = self._groups(np.arange(self.n_tokens, dtype=np.int64))
+        self.row_of_token = np.argsort(self.corpus.order).astype(np.int64)  # a corpus token's row in `lam`
         self.prepared = 2 * self.K * self.K + 2 * self.K  # prepare's numbers (the chain glue's _prepared)
         size = self.n_tokens * self.K
         self.buffer = np.zeros(self.prepared + 2 * size)
         # in corpus order, as the generated E-step reads and writes them
         self.shifts = self.buffer[self.prepared:self.prepared + size].reshape(self.n_tokens, self.K)
         self.posterior = self.buffer[self.prepared + size:].reshape(self.n_tokens, self.K)
-        self.lam = np.zeros((self.n_tokens, self.K))  # the duals reached, in type order (the next start)
-        self.q = self.posterior  # the latest projection's posteriors, in corpus order (tokens x K)
+        self.lam = np.zeros((self.n_tokens, self.K))  # the duals reached, in the corpus's type order (the next start)
+        self.q = np.zeros((self.n_tokens, self.K))  # each token's latest projected posteriors, in corpus order
         self.length = 1.0  # the step length, carried from one projection to the next
         self.max_esteps = max_esteps
         self.tolerance = tolerance
         self.last: dict = {}
         self.duals: list[float] = []  # the dual objective G(0) - G(lambda) at each accepted lambda
+
+    def _groups(self, tokens: np.ndarray) -> TokenGroups:
+        """The dual problem's rows for `tokens` (corpus indices): grouped by word type, stably."""
+        order = tokens[np.argsort(self.ids[tokens], kind="stable")].astype(np.int64)
+        counts = np.bincount(self.ids[order], minlength=1)
+        starts = np.concatenate([[0], np.cumsum(counts[counts > 0])]).astype(np.int64)
+        spread = np.random.default_rng(0).permutation(len(starts) - 1).astype(np.int64)  # threads' shares
+        return TokenGroups(order, starts, spread, self.token_weight[order])
+
+    def _tokens(self, examples: np.ndarray) -> np.ndarray:
+        """The corpus indices of the examples' tokens."""
+        first, lengths = self.first_token[examples], np.diff(self.first_token)[examples]
+        return (np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(lengths.sum())).astype(np.int64)
 
     # the executor's hook (LocalExecutor.prepare / estep) --------------------------------------------
     def derived(self, prepared: np.ndarray) -> np.ndarray:
@@ -87,33 +116,54 @@ class PosteriorSparsity:
         self.lam = restored_duals(extra, STATE_KEY, self.lam, self.constraint.name, "tokens")
 
     # the projection ---------------------------------------------------------------------------------
-    def _run(self, run, params, lam):
-        """One E-step with the duals `lam` (type order): (result, G, the posteriors in type order)."""
-        self.shifts[self.order] = lam
-        self.posterior[:] = 0.0  # an impossible example leaves its tokens' posteriors at 0
+    def _run(self, run, params, lam, groups: TokenGroups):
+        """One E-step with the duals `lam` of the groups' rows: (result, G, their posteriors)."""
+        self.shifts[groups.order] = lam
+        self.posterior[groups.order] = 0.0  # an impossible example leaves its tokens' posteriors at 0
         result, objective = run(params)
-        return result, objective, self.posterior[self.order]
+        return result, objective, self.posterior[groups.order]
 
-    def estep(self, params: ParamState, run: Callable[[ParamState], tuple[EStepResult, float]]
-              ) -> tuple[EStepResult, float]:
+    def estep(self, params: ParamState, run: Callable[[ParamState], tuple[EStepResult, float]],
+              examples: np.ndarray | None = None) -> tuple[EStepResult, float]:
         """The projected E-step: `run(params)` is one ordinary E-step (result, objective) of the
-        generated code, which reads the duals in the buffer; returns those of the projected
-        posterior, whose duals stay in `lam` for the next one. Steps stop when one moves no dual by
-        more than `tolerance`, or after `max_esteps` E-steps."""
-        lam = self.lam
-        result, objective, posterior = self._run(run, params, lam)
-        start_objective, start_norm, esteps = objective, self._norm(posterior), 1
+        generated code over `examples` (default all), which reads the duals in the buffer; returns
+        those of the projected posterior, whose duals stay in `lam` for the next one. Steps stop
+        when one moves no dual by more than `tolerance`, or after `max_esteps` E-steps.
+
+        Over some examples only (an online variant's mini-batch or block) the penalty is that of
+        their tokens, so a type's budget sigma is shared by its tokens there: a smaller instance of
+        the same problem, warm-started from those tokens' duals of their previous visit (made
+        feasible, as they may come from different groupings)."""
+        groups, lam = self.corpus, self.lam
+        if examples is not None and len(examples) < self.n_examples:
+            groups = self._groups(self._tokens(examples))
+            lam = np.empty((len(groups.order), self.K))  # the last visit's duals, projected (a step of length 0)
+            duals.gradient_step(self.lam[self.row_of_token[groups.order]], lam, groups.weight, 0.0, groups.starts,
+                                groups.spread, self.sigma, lam)
+        result, objective, lam = self._descend(params, run, lam, groups)
+        if groups is self.corpus:
+            self.lam = lam
+        else:
+            self.lam[self.row_of_token[groups.order]] = lam
+        return result, objective
+
+    def _descend(self, params, run, lam: np.ndarray, groups: TokenGroups) -> tuple[EStepResult, float, np.ndarray]:
+        """Projected gradient steps on the groups' duals from `lam`: the E-step's result and objective
+        at the duals reached, and those duals (what the projection did in `last`)."""
+        result, objective, posterior = self._run(run, params, lam, groups)
+        start_objective, start_norm, esteps = objective, self._norm(posterior, groups), 1
         self.duals = [0.0]
         length, moved = self.length, np.inf
+        weight, starts, spread = groups.weight, groups.starts, groups.spread
         while esteps < self.max_esteps and moved > self.tolerance:
             trial = np.empty_like(lam)
             accepted = False
             while esteps < self.max_esteps:
-                duals.gradient_step(lam, posterior, self.weight, length, self.starts, self.spread, self.sigma, trial)
-                decrease = duals.step_products(lam, trial, posterior, posterior, self.weight)[0]
+                duals.gradient_step(lam, posterior, weight, length, starts, spread, self.sigma, trial)
+                decrease = duals.step_products(lam, trial, posterior, posterior, weight)[0]
                 if decrease == 0.0:  # the projection takes the step back: lambda is optimal
                     break
-                new, new_objective, new_posterior = self._run(run, params, trial)
+                new, new_objective, new_posterior = self._run(run, params, trial, groups)
                 esteps += 1
                 if new_objective <= objective + ARMIJO * decrease:
                     accepted = True
@@ -121,25 +171,25 @@ class PosteriorSparsity:
                 length *= SHRINK
             if not accepted:
                 break
-            _, ss, sy, moved = duals.step_products(lam, trial, posterior, new_posterior, self.weight)
+            _, ss, sy, moved = duals.step_products(lam, trial, posterior, new_posterior, weight)
             if sy > 0:  # Barzilai-Borwein
                 length = ss / sy
             result, objective, lam, posterior = new, new_objective, trial, new_posterior
             self.duals.append(start_objective - objective)
-        self.lam, self.length = lam, length
-        self.shifts[self.order] = lam  # decoding and posteriors during the fit read the duals reached
-        self.q = np.empty_like(posterior)
-        self.q[self.order] = posterior
+        self.length = length
+        self.shifts[groups.order] = lam  # decoding and posteriors during the fit read the duals reached
+        self.q[groups.order] = posterior
         self.last = {"sparsity": {
-            "name": self.constraint.name, "penalty": self.sigma, "before": start_norm, "after": self._norm(posterior),
-            "lambda": float(lam.sum()) / max(self.types, 1), "dual": start_objective - objective,
-            "esteps": esteps}}
-        return result, objective
+            "name": self.constraint.name, "penalty": self.sigma, "before": start_norm,
+            "after": self._norm(posterior, groups), "lambda": float(lam.sum()) / max(groups.types, 1),
+            "dual": start_objective - objective, "esteps": esteps}}
+        return result, objective, lam
 
-    def _norm(self, posterior: np.ndarray) -> float:
+    @staticmethod
+    def _norm(posterior: np.ndarray, groups: TokenGroups) -> float:
         """The L1/Linf norm per word type: the summed largest posterior of each state (the soft
         number of states a type uses)."""
-        return duals.summed_max(posterior, self.starts) / max(self.types, 1)
+        return duals.summed_max(posterior, groups.starts) / max(groups.types, 1)
 
 
 def attach_sparsity(variant, problem, executor, settings) -> PosteriorSparsity | None:
@@ -151,7 +201,7 @@ def attach_sparsity(variant, problem, executor, settings) -> PosteriorSparsity |
     name = constraints[0].name
     if not variant.projects:
         raise EmcError(f"--algorithm {variant.name} cannot project onto the posterior sparsity '{name}' (its "
-                       f"posteriors are not projected): use batch, annealed, skewed or vb, or --constraints off")
+                       f"posteriors are not projected): use {PROJECTING}, or --constraints off")
     if not hasattr(executor, "example_projection"):
         raise EmcError(f"constraint '{name}' is projected on this machine only: fit without --workers/--scheduler, "
                        f"or with --constraints off")

@@ -7,11 +7,11 @@ from emc.runtime.constraints import Projection
 from emc.runtime.example_constraints import ExampleProjection, attach
 from emc.runtime.sparsity import attach_sparsity
 from emc.runtime.executor import EStepResult, LocalExecutor
-from emc.runtime.state import FitState, Objective, example_weights
+from emc.runtime.state import FitState, Objective, check_log_z, example_weights
 from emc.runtime.mstep import maximize
 from emc.runtime.params import ParamState
 from emc.runtime.problem import Problem
-from emc.runtime.settings import ONLINE, FitSettings, choice_problem
+from emc.runtime.settings import PROJECTING, FitSettings, choice_problem
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
 
@@ -51,6 +51,10 @@ class Variant:
         bad_choice = choice_problem(settings)  # a programmatic fit may not have validated its settings
         if bad_choice is not None:
             raise EmcError(bad_choice)
+        # the constraint tables' entries: they hold the projection's shifts, never statistics
+        self.constraint_entries = np.concatenate(
+            [np.arange(t.size) + t.offset for t in problem.layout.tables if t.kind == "constraint"] or [[]]
+        ).astype(np.int64)
         self.projection = self._projection(problem, settings)
         self.example_projection = self._example_projection(problem, executor, settings)
         self.sparsity = attach_sparsity(self, problem, executor, settings)  # posterior sparsity (E[max z per x])
@@ -62,15 +66,11 @@ class Variant:
     def _projection(self, problem: Problem, settings: FitSettings) -> Projection | None:
         """The projection onto the spec's constraints, or None (none, or --constraints off)."""
         constrained = [f.name for f in problem.model.checked.factors if f.kind == "constraint"]
-        if constrained and self.name in ONLINE:  # their updates would treat the constraint's table as learned
-            raise EmcError(f"--algorithm {self.name} cannot fit a spec with constraints ({', '.join(constrained)}), "
-                           f"even with --constraints off: fit it with batch, annealed, skewed or vb, or fit the "
-                           f"spec without its constraint statements")
         if not constrained or settings.constraints == "off":
             return None
         if not self.projects:
             raise EmcError(f"--algorithm {self.name} does not project posteriors onto the spec's constraints "
-                           f"({', '.join(constrained)}): use batch, annealed, skewed or vb, or --constraints off")
+                           f"({', '.join(constrained)}): use {PROJECTING}, or --constraints off")
         return Projection(problem, settings.constraint_esteps)
 
     def _example_projection(self, problem: Problem, executor, settings: FitSettings) -> ExampleProjection | None:
@@ -82,10 +82,8 @@ class Variant:
                            f"together (not with --forward-only or --reverse), or fit one with --constraints off")
         constrained = [c.name for c in problem.model.checked.example_constraints]
         if constrained and settings.constraints != "off" and not self.projects:
-            why = ("its passes run the E-step inside compiled code, without the duals" if self.name in ONLINE
-                   else "it does not use posteriors")
             raise EmcError(f"--algorithm {self.name} cannot project onto the per-example constraint '{constrained[0]}' "
-                           f"({why}): use batch, annealed, skewed or vb, or --constraints off")
+                           f"(it does not use posteriors): use {PROJECTING}, or --constraints off")
         return attach(executor, problem, settings)
 
     def constraint_record(self) -> dict:
@@ -97,21 +95,37 @@ class Variant:
             record.update(self.sparsity.last)
         return record
 
+    @property
+    def projecting(self) -> bool:
+        """Whether E-steps are projected onto the spec's constraints, or a constraint's table rides in
+        theta (held at 1 with --constraints off): the online variants' compiled passes would then
+        lack the duals, or re-estimate that table, so they fold in online_estep's counts instead."""
+        return any(p is not None for p in (self.projection, self.example_projection, self.sparsity)) or \
+            bool(self.constraint_entries.size)
+
     def projected_estep(self, state: FitState, params: ParamState | None = None) -> tuple[EStepResult, float]:
         """full_estep (of `params`, default the state's) with the projections' duals taken from the
         state and left there, so a checkpoint holds them and a resumed fit continues exactly."""
+        self.resume_duals(state)
+        result = self.full_estep(state.params if params is None else params)
+        self.keep_duals(state)
+        return result
+
+    def resume_duals(self, state: FitState) -> None:
+        """The projections' duals from the state (a resumed fit's checkpoint), when it holds them."""
         if self.projection is not None and CORPUS_DUALS in state.extra:
             self.projection.lam = np.array(state.extra[CORPUS_DUALS], np.float64)
         for projection in (self.example_projection, self.sparsity):
             if projection is not None:
                 projection.resume(state.extra)
-        result = self.full_estep(state.params if params is None else params)
+
+    def keep_duals(self, state: FitState) -> None:
+        """The projections' duals into the state, so a checkpoint holds them."""
         if self.projection is not None:
             state.extra[CORPUS_DUALS] = self.projection.lam
         for projection in (self.example_projection, self.sparsity):
             if projection is not None:
                 projection.keep(state.extra)
-        return result
 
     def start(self, state: FitState) -> None:
         pass
@@ -126,11 +140,32 @@ class Variant:
             result = self.executor.estep(current, examples, semiring, self.weights[examples])
             return result, self.objective(current, examples, result.log_z, self.weights[examples])
 
-        if self.projection is not None and semiring == SUM:
+        return self._projected(params, run, examples) if semiring == SUM else run(params)
+
+    def _projected(self, params: ParamState, run, examples: np.ndarray) -> tuple[EStepResult, float]:
+        """`run(params)`, one E-step (result, objective) of `examples`, projected onto the spec's
+        constraints (as it is without them)."""
+        if self.projection is not None:
             return self.projection.estep(params, run)
-        if self.sparsity is not None and semiring == SUM:
-            return self.sparsity.estep(params, run)
+        if self.sparsity is not None:
+            return self.sparsity.estep(params, run, examples)
         return run(params)
+
+    def online_estep(self, params: ParamState, examples: np.ndarray) -> tuple[np.ndarray, float]:
+        """An online variant's E-step of a mini-batch or block through the executor, projected onto
+        the spec's constraints: its dense expected counts, without the constraint tables' entries
+        (their shifts are no statistics), and the sum of its weighted log Z (the projection's dual)."""
+        weights = self.weights[examples]
+
+        def run(current: ParamState) -> tuple[EStepResult, float]:
+            result = self.executor.estep(current, examples, SUM, weights)
+            check_log_z(self.problem, examples, result.log_z)
+            return result, float(np.sum(weights * result.log_z))
+
+        result, log_likelihood = self._projected(params, run, examples)
+        counts = np.require(result.counts, np.float64, ["C", "W"])  # the update consumes them
+        counts[self.constraint_entries] = 0.0
+        return counts, log_likelihood
 
     def mstep(self, counts: np.ndarray, params: ParamState) -> ParamState:
         """The M-step; it consumes `counts` (an E-step's, used once) for the new parameters."""

@@ -9,6 +9,9 @@ During the first pass the statistics start from the initial parameters as pseudo
 first examples do not decide everything); when every example has contributed, those pseudo-counts
 are removed from the rows the data reached, and mu is exactly the sum of the s_i from then on.
 
+With constraints on the posterior (emc/runtime/constraints.py) each block's posterior is projected
+onto them before its statistics replace the old ones (step_by_estep, in numpy on dense counts).
+
 The first pass lists which entries each block writes; later passes replay those lists (see
 emc/runtime/online.py). A replay pass that leaves counts behind (a block wrote outside its
 list, possible only after an underflow to zero in the pass that listed it) drops them and makes
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.constraints import mean_record
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import (additive_smoothing, count_buffer, featured_mstep_period, start_mass,
@@ -26,6 +30,7 @@ from emc.spec.errors import EmcError
 
 
 class Incremental(Variant):
+    projects = True  # each block's posterior, in step_by_estep
     name = "incremental"
     paper = "Neal & Hinton 1998"
     converges = False
@@ -66,6 +71,8 @@ class Incremental(Variant):
         return state.step >= self.settings.passes
 
     def step(self, state: FitState) -> dict:
+        if self.projecting:
+            return self.step_by_estep(state)
         p = self.problem
         x = state.extra
         m, members = self.settings.block_size, x["block_members"]
@@ -106,14 +113,54 @@ class Incremental(Variant):
             # first writes to fresh memory cost as much as a replay pass) is made to trim it
             x.update({k: v[:fill[0] if k != "pool_value" else fill[1]] for k, v in relisted.items()})
         x["list_next"] = bool(counts.any())  # a replayed block wrote outside its list: list afresh
-        if featured:
-            sums = pool_sums(p.layout.size, x)
-            for t in featured:
+        self._finish_pass(state)
+        return {"pass": state.step + 1, "objective": total}
+
+    def step_by_estep(self, state: FitState) -> dict:
+        """The pass with each block's E-step through online_estep, projected onto the spec's
+        constraints (emc/runtime/constraints.py): mu <- mu + s_b' - s_b on the dense counts. The
+        blocks' statistics stay in the compiled passes' pool, one entry a run, rebuilt as the pass
+        goes; a featured block's M-step runs as in a replay pass, on the pool's sums kept current."""
+        x, m, layout = state.extra, self.settings.block_size, self.problem.layout
+        members = x["block_members"]
+        order = state.rng.permutation(len(x["first_run"])).astype(np.int64)
+        kept, total, records = [], 0.0, []
+        slices = self.slice_count(len(order))
+        every = featured_mstep_period(slices)
+        sums = pool_sums(layout.size, x) if layout.featured() else np.zeros(0)
+        self.resume_duals(state)
+        for i, (_, blocks) in enumerate(self.slices(order)):
+            for g in blocks:
+                counts, log_likelihood = self.online_estep(state.params, members[g * m:(g + 1) * m])
+                total += log_likelihood
+                records.append(self.constraint_record())
+                cells = np.flatnonzero(counts)
+                old_cells, old_values = _block_statistics(x, g)
+                _replace_statistics(state.params, layout.row_of, self.thawed, old_cells, old_values, cells,
+                                    counts[cells])
+                kept.append((g, cells, counts[cells]))
+                if sums.size:
+                    np.add.at(sums, old_cells, -old_values)
+                    np.add.at(sums, cells, counts[cells])
+            if sums.size and (i + 1) % every == 0 and i + 1 < slices:
+                for t in layout.featured():
+                    featured_mstep(state, t, sums, self.settings.mstep_iterations)
+        self.keep_duals(state)
+        x.update(_runs_of_entries(kept, len(order)))
+        self._finish_pass(state)
+        return {"pass": state.step + 1, "objective": total, **mean_record(records)}
+
+    def _finish_pass(self, state: FitState) -> None:
+        """A pass's end: the featured blocks' M-step, the first pass's pseudo-counts removed, and the
+        row totals recounted."""
+        layout = self.problem.layout
+        if layout.featured():
+            sums = pool_sums(layout.size, state.extra)
+            for t in layout.featured():
                 featured_mstep(state, t, sums, self.settings.mstep_iterations, drop_pseudo_counts=state.step == 0)
         if state.step == 0:
             self._remove_pseudo_counts(state)
         self._recount_rows(state)
-        return {"pass": state.step + 1, "objective": total}
 
     def _remove_pseudo_counts(self, state: FitState) -> None:
         layout = self.problem.layout
@@ -168,9 +215,9 @@ def pool_sums(size: int, pool: dict, fill: np.ndarray | None = None) -> np.ndarr
     values of `pool`, default all): the pool's values follow its runs, entry by entry."""
     runs = len(pool["run_cell"]) if fill is None else int(fill[0])
     values = len(pool["pool_value"]) if fill is None else int(fill[1])
-    lengths = pool["run_length"][:runs]
-    offsets = np.repeat(pool["run_cell"][:runs] - (np.cumsum(lengths) - lengths), lengths)
-    return np.bincount(offsets + np.arange(values), weights=pool["pool_value"][:values], minlength=size)
+    cells = _run_entries(pool["run_cell"][:runs], pool["run_length"][:runs])
+    sums = np.bincount(cells, weights=pool["pool_value"][:values], minlength=size)
+    return sums.astype(np.float64, copy=False)  # an empty pool's bincount is int64
 
 
 RUN_ARRAYS = ("run_cell", "run_length", "pool_value")
@@ -192,6 +239,47 @@ def _reserve(runs: dict, fill: np.ndarray, visited: int, n: int) -> dict[str, np
                 out[k] = np.empty(max(need, len(out[k]) * 5 // 4), out[k].dtype)
                 out[k][:used] = runs[k][:used]
     return out
+
+
+def _block_statistics(pool: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Block g's kept statistics in `pool`: the entries (each run's, in order) and their values."""
+    a, b = pool["first_run"][g], pool["last_run"][g]
+    cells = _run_entries(pool["run_cell"][a:b], pool["run_length"][a:b])
+    start = pool["first_value"][g]
+    return cells, pool["pool_value"][start:start + len(cells)]
+
+
+def _run_entries(cells: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The entries runs cover (run r: cells[r] .. cells[r] + lengths[r] - 1), run after run."""
+    return (np.repeat(cells - (np.cumsum(lengths) - lengths), lengths) + np.arange(lengths.sum())).astype(np.int64)
+
+
+def _replace_statistics(params, row_of: np.ndarray, thawed: np.ndarray, old_cells: np.ndarray,
+                        old_values: np.ndarray, cells: np.ndarray, values: np.ndarray) -> None:
+    """mu <- mu - s_b + s_b' for a block's old and new statistics, theta and the row totals alike;
+    entries with thawed = 0 (featured blocks', see Incremental) keep their value."""
+    at = np.concatenate([old_cells, cells])
+    change = np.concatenate([-old_values, values])
+    if thawed.size:
+        change *= thawed[at]
+    rows = row_of[at]
+    np.add.at(params.theta, at, change)
+    np.add.at(params.row_total, rows, change)
+    params.theta[at] = np.maximum(params.theta[at], 0.0)  # cancellation can leave -1e-17: clamp
+    params.row_total[rows] = np.maximum(params.row_total[rows], 0.0)
+
+
+def _runs_of_entries(kept: list[tuple[int, np.ndarray, np.ndarray]], blocks: int) -> dict[str, np.ndarray]:
+    """The pool of `kept` (block, entries, values; every block once), one entry a run."""
+    visited = np.array([g for g, _, _ in kept], np.int64)
+    sizes = np.array([len(cells) for _, cells, _ in kept], np.int64)
+    first, last = np.zeros(blocks, np.int64), np.zeros(blocks, np.int64)
+    last[visited] = np.cumsum(sizes)
+    first[visited] = last[visited] - sizes
+    cells = np.concatenate([c for _, c, _ in kept] or [np.zeros(0, np.int64)]).astype(np.int64)
+    values = np.concatenate([v for _, _, v in kept] or [np.zeros(0)])
+    return {"first_run": first, "last_run": last, "first_value": first.copy(), "run_cell": cells,
+            "run_length": np.ones(len(cells), np.int64), "pool_value": values}
 
 
 def _pool(extra: dict, runs: dict | None = None) -> tuple[np.ndarray, ...]:

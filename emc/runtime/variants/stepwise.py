@@ -5,22 +5,25 @@ eta_k s with eta_k = (k + 2)^(-alpha) (--alpha, 0.5 < alpha <= 1). The update is
 Klein section 3.2; emc/runtime/online.py). mu starts as the initial parameters. The objective
 reported per pass is the sum of the examples' log-likelihoods as they were met during the pass.
 A featured block's statistics are kept apart and its gradient M-step runs
-FEATURED_MSTEPS_PER_PASS (online_state.py) times a pass (see _featured_mstep).
+FEATURED_MSTEPS_PER_PASS (online_state.py) times a pass (see _featured_mstep). With constraints on
+the posterior (emc/runtime/constraints.py) each mini-batch's posterior is projected onto them before
+its statistics are folded in (step_by_estep): a corpus-level share then bounds each mini-batch's.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime.constraints import mean_record
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime import online
 from emc.runtime.variants.base import Variant
 from emc.runtime.variants.online_state import (additive_smoothing, count_buffer, featured_mstep_period, start_mass,
                                                statistics_state)
 from emc.spec.errors import EmcError
-from emc.structures.semiring import SUM
 
 
 class Stepwise(Variant):
+    projects = True  # each mini-batch's posterior, in step_by_estep
     name = "stepwise"
     paper = "Liang & Klein 2009; Sato & Ishii 2000; Cappe & Moulines 2009"
     converges = False
@@ -44,8 +47,8 @@ class Stepwise(Variant):
         return state.step >= self.settings.passes
 
     def step(self, state: FitState) -> dict:
-        if not self.executor.in_process:
-            return self.step_remote(state)
+        if not self.executor.in_process or self.projecting:
+            return self.step_by_estep(state)
         p = self.problem
         order = state.rng.permutation(p.n_examples).astype(np.int64)
         buffer = count_buffer(p.layout)
@@ -106,27 +109,35 @@ class Stepwise(Variant):
         stepwise EM put every word in one state (20% many-to-one on CoNLL-2000)."""
         return float(self.weights.sum()) / self.settings.batch_size
 
-    def step_remote(self, state: FitState) -> dict:
-        """The same updates with each mini-batch's E-step on the executor (a Dask cluster): its
-        expected counts come back dense, the touched entries are their non-zeros, and the update is
-        the compiled pass's own (online.stepwise_apply)."""
+    def step_by_estep(self, state: FitState) -> dict:
+        """The same updates with each mini-batch's E-step through online_estep: on the executor's
+        machines (a Dask cluster), or projected onto the spec's constraints (the duals warm-started
+        from the previous mini-batch's; emc/runtime/constraints.py). Its expected counts come back
+        dense, the touched entries are their non-zeros, and the update is the compiled pass's own
+        (online.stepwise_apply); a featured block's M-step runs at the same slice ends."""
         p = self.problem
-        if p.layout.featured():
+        if p.layout.featured() and not self.executor.in_process:
             raise EmcError("stepwise EM with featured blocks runs in this process only: drop --workers/--scheduler")
-        params = state.params
         order = state.rng.permutation(p.n_examples).astype(np.int64)
-        total, k = 0.0, state.extra["updates"]
+        total, k, records = 0.0, state.extra["updates"], []
+        folded = k
         marks = np.zeros(p.layout.size, np.uint8)  # the compiled update clears the marks it reads
-        for start in range(0, len(order), self.settings.batch_size):
-            batch = order[start:start + self.settings.batch_size]
-            result = self.executor.estep(params, batch, SUM, self.weights[batch])
-            check_log_z(p, batch, result.log_z)
-            total += float(np.dot(self.weights[batch], result.log_z))
-            nonzero = np.flatnonzero(result.counts)
-            touched = np.concatenate([[len(nonzero)], nonzero]).astype(np.int64)
-            counts = np.require(result.counts, np.float64, ["C", "W"])  # the update consumes them
-            online.stepwise_apply(params.theta, params.row_total, params.scale, counts, marks, touched,
-                                  p.layout.row_of, k, self.settings.alpha, online.RESCALE_BELOW)
-            k += 1
+        slices = self.slice_count(len(order), self.settings.batch_size)
+        every = featured_mstep_period(slices)
+        self.resume_duals(state)
+        for i, (_, part) in enumerate(self.slices(order, self.settings.batch_size)):
+            for start in range(0, len(part), self.settings.batch_size):
+                counts, log_likelihood = self.online_estep(state.params, part[start:start + self.settings.batch_size])
+                total += log_likelihood
+                records.append(self.constraint_record())
+                nonzero = np.flatnonzero(counts)
+                touched = np.concatenate([[len(nonzero)], nonzero]).astype(np.int64)
+                online.stepwise_apply(state.params.theta, state.params.row_total, state.params.scale, counts, marks,
+                                      touched, p.layout.row_of, k, self.settings.alpha, online.RESCALE_BELOW)
+                k += 1
+            if (i + 1) % every == 0 or i + 1 == slices:
+                self._featured_mstep(state, folded, k)
+                folded = k
+        self.keep_duals(state)
         state.extra["updates"] = k
-        return {"pass": state.step + 1, "objective": total, "updates": k}
+        return {"pass": state.step + 1, "objective": total, "updates": k, **mean_record(records)}
