@@ -73,7 +73,7 @@ class LocalExecutor:
         p = self.problem
         whole = online.whole_tables(p.model.module, p.meta)
         online.mark_whole_tables(buffer[1], whole)
-        return online.stepwise_pass(*online.esteps(p.model.module), order, batch_size, updates, alpha, weights, p.ints,
+        return online.stepwise_pass(*online.esteps(p.model.module, batch_size), order, batch_size, updates, alpha, weights, p.ints,
                                     p.array_bounds, p.meta, params.abi(), p.layout.row_of, whole, buffer, log_z,
                                     online.RESCALE_BELOW)
 
@@ -83,7 +83,8 @@ class LocalExecutor:
         """Incremental EM's pass over `blocks` (their examples: examples[bounds[q]:bounds[q+1]]):
         a replay of their listed statistics, or with `relisted` and `fill` a listing pass."""
         p = self.problem
-        common = (*online.esteps(p.model.module), examples, bounds, blocks, weights, p.ints, p.array_bounds, p.meta,
+        largest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
+        common = (*online.esteps(p.model.module, largest), examples, bounds, blocks, weights, p.ints, p.array_bounds, p.meta,
                   params.abi(), p.layout.row_of, thawed, buffer, log_z, pool)
         if relisted is None:
             return online.incremental_replay_pass(*common)
@@ -102,10 +103,10 @@ class LocalExecutor:
         common = (p.ints, p.array_bounds, p.meta, params.abi(), derived)
         one_by_one = np.arange(len(examples))  # the positions estep_example takes
         # the batched E-step serves posteriors only: samples are seeded per example by batch_estep
-        if semiring == SUM and hasattr(module, "estep_batch"):
+        estep_batch = kernels.estep_batch_for(module, len(examples) // len(counts))
+        if semiring == SUM and estep_batch is not None:
             deferred, left = np.empty(len(examples), np.int64), np.zeros(len(counts), np.int64)
-            kernels.batch_estep_grouped(module.estep_batch, examples, bounds, weights, *common, counts, log_z, deferred,
-                                        left)
+            kernels.batch_estep_grouped(estep_batch, examples, bounds, weights, *common, counts, log_z, deferred, left)
             one_by_one = np.concatenate([a + deferred[a:a + n] for a, n in zip(bounds[:-1], left)]).astype(np.int64)
         if len(one_by_one):  # into the same count buffers, in a fixed order
             chosen, chosen_log_z = examples[one_by_one], np.empty(len(one_by_one))

@@ -72,6 +72,13 @@ _KERNELS = {
 }
 
 
+def estep_batch_for(module, count: int):
+    """The module's estep_batch for a call over `count` examples: None when it has none, or when
+    count falls short of its BATCH_MIN (a rule program's lanes, emc/structures/rules/lanes.py)."""
+    estep_batch = getattr(module, "estep_batch", None)
+    return estep_batch if estep_batch is not None and count >= getattr(module, "BATCH_MIN", 0) else None
+
+
 def estep_for(module, semiring: int):
     """The E-step entry point the batch and online loops call under `semiring`: the module's
     estep_sum under sum where it has one (emc/codegen/abi.py), else estep_example."""

@@ -38,7 +38,7 @@ from numba import njit, types
 
 from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
                              META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
-from emc.runtime.kernels import compile_on_first_use, estep_for
+from emc.runtime.kernels import compile_on_first_use, estep_batch_for, estep_for
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
 
@@ -51,10 +51,11 @@ U8 = types.uint8[::1]
 RESCALE_BELOW = 1e-100
 
 
-def esteps(module) -> tuple:
-    """The passes' first arguments for a generated module: prepare, its E-step under sum
-    (estep_for), its estep_batch (no_estep_batch when it has none) and whether it has one."""
-    estep_batch = getattr(module, "estep_batch", None)
+def esteps(module, block: int) -> tuple:
+    """The passes' first arguments for a generated module whose blocks hold at most `block`
+    examples: prepare, its E-step under sum (estep_for), its estep_batch (no_estep_batch when it
+    has none or the blocks are too small for it: estep_batch_for) and whether it has one."""
+    estep_batch = estep_batch_for(module, block)
     stand_in = estep_batch or globals().get("no_estep_batch") or __getattr__("no_estep_batch")
     return module.prepare, estep_for(module, SUM), stand_in, estep_batch is not None
 

@@ -15,6 +15,7 @@ from numba import njit
 from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
+from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -609,3 +610,326 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
     _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
     return log_z
+
+
+# The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
+# lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
+LANES = 32
+BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
+
+
+@njit(cache=True, fastmath=FAST)
+def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z):
+    """_inside under sum for the ln examples of length n starting at firsts: log Z of each into
+    log_z; live[lev] = 1 where level lev holds anything. False when the examples' charts differ in
+    which levels are empty (they then go one by one)."""
+    semiring = SUM
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    ra0 = meta[M_0]
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, n - lo0_0 + 1)
+    lo0_1 = 0
+    z0_1 = max(0, ra0 - lo0_1 + 1)
+    s0_1 = 1
+    s0_0 = s0_1 * z0_1
+    b1 = b0 + s0_0 * z0_0
+    b2 = b1 + 1
+    cells = b2
+
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    rd0 = int(derived[0])
+
+    rt1 = table_reader(params, meta, T_1)
+    rl_acc = np.empty(ln, np.float64)
+    rl_ref = np.empty(ln, np.float64)
+    rl_rf = np.empty(ln, np.float64)
+    rl_token_0 = np.empty(ln, np.int64)
+    rl_top = np.empty(ln, np.float64)
+    rl_total = np.empty(ln, np.float64)
+    for lev in range(n + 3):
+        live[lev] = 0
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = -np.inf
+            rl_ref[np.uint64(lq)] = -np.inf
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra0 <= ra0:
+                    for lq in range(ln):
+                        rs = (0.0 - 0.0)
+                        rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    for lq in range(ln):
+                        rs = (ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - 0.0)
+                        rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra0 <= ra0:
+                    for lq in range(ln):
+                        rs = (ls[np.uint64(ln * ((1 + n)) + lq)] - 0.0)
+                        rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
+        rdead = 0
+        for lq in range(ln):
+            if rl_ref[np.uint64(lq)] == -np.inf:
+                rdead += 1
+        if 0 < rdead < ln:
+            return False
+        if rdead == ln:
+            continue
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)]
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra0 <= ra0:
+                    for lq in range(ln):
+                        rl_rf[np.uint64(lq)] = np.exp(0.0 - rl_ref[np.uint64(lq)])
+                        chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)])
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    for lq in range(ln):
+                        rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
+                    rgm0 = contract_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
+                    for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv1 <= ra0:
+                            for lq in range(ln):
+                                rw1 = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
+                                rk0 = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
+                                chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra0 <= ra0:
+                    for lq in range(ln):
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - rl_ref[np.uint64(lq)])
+                        rl_acc[np.uint64(lq)] = 0.0
+                    for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv0 <= ra0:
+                            rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                            for lq in range(ln):
+                                ru0 = chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
+                                rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * ru0)
+                    for lq in range(ln):
+                        chart[np.uint64(ln * (b1) + lq)] = plus(semiring, chart[np.uint64(ln * (b1) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
+        for lq in range(ln):
+            rl_top[np.uint64(lq)] = 0.0
+        rc0 = lev - 1
+        if lo0_0 <= rc0 < lo0_0 + z0_0:
+            for rc1 in range(lo0_1, lo0_1 + z0_1):
+                cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
+                for lq in range(ln):
+                    rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+        if lev == (n + 2):
+            cell = b1
+            for lq in range(ln):
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+        rdead = 0
+        for lq in range(ln):
+            if not rl_top[np.uint64(lq)] > 0.0:
+                rdead += 1
+        if 0 < rdead < ln:
+            return False
+        if rdead == ln:
+            for lq in range(ln):
+                ls[np.uint64(ln * lev + lq)] = -np.inf
+            continue
+        rc0 = lev - 1
+        if lo0_0 <= rc0 < lo0_0 + z0_0:
+            for rc1 in range(lo0_1, lo0_1 + z0_1):
+                cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
+                for lq in range(ln):
+                    chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+        if lev == (n + 2):
+            cell = b1
+            for lq in range(ln):
+                chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
+        live[lev] = 1
+    for lq in range(ln):
+        rl_total[np.uint64(lq)] = 0.0
+    glev = 0
+    for lq in range(ln):
+        rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(ln * (b1) + lq)])
+    glev = (n + 2)
+    for lq in range(ln):
+        log_z[np.uint64(lq)] = -np.inf
+        if rl_total[np.uint64(lq)] > 0.0:
+            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(ln * glev + lq)]
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
+def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, out, log_zs, weights, counts):
+    """_outside's expected counts for the examples of _inside_lanes, each weighted."""
+    semiring = SUM
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    ra0 = meta[M_0]
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, n - lo0_0 + 1)
+    lo0_1 = 0
+    z0_1 = max(0, ra0 - lo0_1 + 1)
+    s0_1 = 1
+    s0_0 = s0_1 * z0_1
+    b1 = b0 + s0_0 * z0_0
+    b2 = b1 + 1
+    cells = b2
+
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    rd0 = int(derived[0])
+
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    rt1 = table_reader(params, meta, T_1)
+    rl_rf = np.empty(ln, np.float64)
+    rl_rk0 = np.empty(ln, np.float64)
+    rl_roh = np.empty(ln, np.float64)
+    rl_rw1 = np.empty(ln, np.float64)
+    rl_token_0 = np.empty(ln, np.int64)
+    counting = dense.shape[0] > 0
+    rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
+    for lq in range(ln):
+        out[np.uint64(ln * (b1) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(ln * ((n + 2)) + lq)] - log_zs[np.uint64(lq)])
+    for lev in range(n + 2, -1, -1):
+        if live[lev] == 0:
+            continue
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra0 <= ra0:
+                    for lq in range(ln):
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                        rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b1) + lq)]
+                    for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv0 <= ra0:
+                            rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                            rl_sum0 = 0.0
+                            for lq in range(ln):
+                                ru0 = chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
+                                rl_sum0 += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * ru0
+                                out[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)] += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
+                            rsc0[np.uint64((ra0) * rr0 + rv0)] += rl_sum0
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    for lq in range(ln):
+                        rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                    rcm0 = np.zeros(((min(ra0, (-1 + ra0))) - (0) + 1) * ln)
+                    rgm0 = contract_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
+                    for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv1 <= ra0:
+                            for lq in range(ln):
+                                rl_rw1[np.uint64(lq)] = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
+                                rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
+                                rl_rk0[np.uint64(lq)] = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
+                                rcm0[np.uint64(ln * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
+                            if counting:
+                                for lq in range(ln):
+                                    cell = ro1 + (rl_token_0[np.uint64(lq)]) * rr1 + rv1
+                                    dense[cell] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                    scatter_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
+                    count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
+    if counting:
+        for rsq in range(rsc0.shape[0]):
+            if rsc0[rsq] != 0.0:
+                cell = ro0 + rsq
+                dense[cell] += rsc0[rsq] * derived[rd0 + rsq]
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+    if tracked:
+        touched[0] = listed
+
+
+@njit(cache=True)
+def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
+    """estep_sum over `examples`, those of one length LANES at a time; the empty ones, those
+    without company of their length and the groups whose charts differ in which levels are empty
+    (or that hold an impossible example) are left to estep_example: their positions go to
+    deferred[:the count returned]."""
+    offsets = array(ints, layout, A_OFFSETS)
+    order = _by_length(examples, offsets)
+    left = 0
+    start = 0
+    while start < order.shape[0]:
+        n = offsets[examples[order[start]] + 1] - offsets[examples[order[start]]]
+        stop = start + 1
+        while stop < order.shape[0] and stop - start < LANES and offsets[examples[order[stop]] + 1] - offsets[
+                examples[order[stop]]] == n:
+            stop += 1
+        group = order[start:stop]
+        start = stop
+        done = False
+        if n > 0 and group.shape[0] > 1:
+            done = _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z)
+        if not done:
+            for b in range(group.shape[0]):
+                deferred[left] = group[b]
+                left += 1
+    return left
+
+
+@njit(cache=True)
+def _by_length(examples, offsets):
+    """The positions of `examples`, shortest first (a counting sort: numba's argsort compiles for
+    seconds)."""
+    longest = 0
+    for q in range(examples.shape[0]):
+        longest = max(longest, offsets[examples[q] + 1] - offsets[examples[q]])
+    starts = np.zeros(longest + 2, np.int64)
+    for q in range(examples.shape[0]):
+        starts[offsets[examples[q] + 1] - offsets[examples[q]] + 1] += 1
+    for length in range(longest + 1):
+        starts[length + 1] += starts[length]
+    order = np.empty(examples.shape[0], np.int64)
+    for q in range(examples.shape[0]):
+        length = offsets[examples[q] + 1] - offsets[examples[q]]
+        order[starts[length]] = q
+        starts[length] += 1
+    return order
+
+
+@njit(cache=True)
+def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z):
+    """The E-step of examples[group], all of length n, as lanes; False (nothing counted) when the
+    lanes cannot share it."""
+    offsets = array(ints, layout, A_OFFSETS)
+    ln = group.shape[0]
+    firsts = np.empty(ln, np.int64)
+    lane_weights = np.empty(ln)
+    for b in range(ln):
+        firsts[b] = offsets[examples[group[b]]]
+        lane_weights[b] = weights[group[b]]
+    cells = _cells(examples[group[0]], ints, layout, meta)
+    chart = np.zeros(cells * ln)
+    ls = np.empty((n + 3) * ln)
+    live = np.zeros(n + 3, np.uint8)
+    lane_log_z = np.empty(ln)
+    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z):
+        return False
+    for b in range(ln):
+        if not lane_log_z[b] > -np.inf:
+            return False
+    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, np.zeros(cells * ln), lane_log_z,
+                   lane_weights, counts)
+    for b in range(ln):
+        log_z[group[b]] = lane_log_z[b]
+    return True

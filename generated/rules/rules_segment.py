@@ -14,6 +14,7 @@ from numba import njit
 from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
+from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows
 
 STRUCTURE = "rules"
 PART_WIDTH = 3  # a decoded part: its number, then its variables
@@ -474,3 +475,263 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
     _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
     return log_z
+
+
+# The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
+# lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
+LANES = 32
+BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
+
+
+@njit(cache=True, fastmath=FAST)
+def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z):
+    """_inside under sum for the ln examples of length n starting at firsts: log Z of each into
+    log_z; live[lev] = 1 where level lev holds anything. False when the examples' charts differ in
+    which levels are empty (they then go one by one)."""
+    semiring = SUM
+    ra0 = meta[M_0]
+    rspans = array(ints, layout, A_SPANS)
+    rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, n - lo0_0 + 1)
+    s0_0 = 1
+    b1 = b0 + s0_0 * z0_0
+    cells = b1
+
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
+
+    rt0 = table_reader(params, meta, T_0)
+    rl_acc = np.empty(ln, np.float64)
+    rl_ref = np.empty(ln, np.float64)
+    rl_rw0 = np.empty(ln, np.float64)
+    rl_top = np.empty(ln, np.float64)
+    rl_total = np.empty(ln, np.float64)
+    for lev in range(n + 3):
+        live[lev] = 0
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = -np.inf
+            rl_ref[np.uint64(lq)] = -np.inf
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                for lq in range(ln):
+                    rs = (0.0 - 0.0)
+                    rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
+                if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
+                    if 1 <= (rv0 - rv1) <= ra0:
+                        for lq in range(ln):
+                            rs = (ls[np.uint64(ln * ((1 + rv1)) + lq)] - 0.0)
+                            rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
+        rdead = 0
+        for lq in range(ln):
+            if rl_ref[np.uint64(lq)] == -np.inf:
+                rdead += 1
+        if 0 < rdead < ln:
+            return False
+        if rdead == ln:
+            continue
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)]
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                for lq in range(ln):
+                    rf = np.exp(0.0 - rl_ref[np.uint64(lq)])
+                    chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0) + lq)], rf)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            for lq in range(ln):
+                rl_acc[np.uint64(lq)] = 0.0
+            for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
+                if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
+                    if 1 <= (rv0 - rv1) <= ra0:
+                        for lq in range(ln):
+                            rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
+                        rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                        for lq in range(ln):
+                            ru0 = chart[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
+                            rf = np.exp(ls[np.uint64(ln * ((1 + rv1)) + lq)] - rl_ref[np.uint64(lq)])
+                            rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rl_rw0[np.uint64(lq)] * rw1 * ru0 * rf)
+            for lq in range(ln):
+                chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)], rl_acc[np.uint64(lq)] * 1.0)
+        for lq in range(ln):
+            rl_top[np.uint64(lq)] = 0.0
+        rc0 = lev - 1
+        if lo0_0 <= rc0 < lo0_0 + z0_0:
+            cell = b0 + (rc0 - lo0_0) * s0_0
+            for lq in range(ln):
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+        rdead = 0
+        for lq in range(ln):
+            if not rl_top[np.uint64(lq)] > 0.0:
+                rdead += 1
+        if 0 < rdead < ln:
+            return False
+        if rdead == ln:
+            for lq in range(ln):
+                ls[np.uint64(ln * lev + lq)] = -np.inf
+            continue
+        rc0 = lev - 1
+        if lo0_0 <= rc0 < lo0_0 + z0_0:
+            cell = b0 + (rc0 - lo0_0) * s0_0
+            for lq in range(ln):
+                chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+        for lq in range(ln):
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
+        live[lev] = 1
+    for lq in range(ln):
+        rl_total[np.uint64(lq)] = 0.0
+    glev = 0
+    if 0 <= n <= n:
+        for lq in range(ln):
+            rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0) + lq)])
+        glev = (1 + n)
+    for lq in range(ln):
+        log_z[np.uint64(lq)] = -np.inf
+        if rl_total[np.uint64(lq)] > 0.0:
+            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(ln * glev + lq)]
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
+def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, out, log_zs, weights, counts):
+    """_outside's expected counts for the examples of _inside_lanes, each weighted."""
+    semiring = SUM
+    ra0 = meta[M_0]
+    rspans = array(ints, layout, A_SPANS)
+    rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, n - lo0_0 + 1)
+    s0_0 = 1
+    b1 = b0 + s0_0 * z0_0
+    cells = b1
+
+    ro0 = meta[T_0 + TABLE_OFFSET]
+    rr0 = meta[T_0 + TABLE_ROWS]
+    ro1 = meta[T_1 + TABLE_OFFSET]
+    rr1 = meta[T_1 + TABLE_ROWS]
+    rd1 = int(derived[0])
+
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    rt0 = table_reader(params, meta, T_0)
+    rl_rf = np.empty(ln, np.float64)
+    rl_roh = np.empty(ln, np.float64)
+    rl_ru0 = np.empty(ln, np.float64)
+    rl_rw0 = np.empty(ln, np.float64)
+    counting = dense.shape[0] > 0
+    if 0 <= n <= n:
+        for lq in range(ln):
+            out[np.uint64(ln * (b0 + (n - lo0_0) * s0_0) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - log_zs[np.uint64(lq)])
+    for lev in range(n + 2, -1, -1):
+        if live[lev] == 0:
+            continue
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            for lq in range(ln):
+                rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)]
+            for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
+                if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
+                    if 1 <= (rv0 - rv1) <= ra0:
+                        for lq in range(ln):
+                            rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
+                        rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                        for lq in range(ln):
+                            rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
+                            rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + rv1)) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                        if counting:
+                            for lq in range(ln):
+                                cell = ro0 + (rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
+                                dense[cell] += rl_roh[np.uint64(lq)] * rl_rw0[np.uint64(lq)] * rw1 * rl_ru0[np.uint64(lq)] * rl_rf[np.uint64(lq)]
+                                if tracked and mark[cell] == 0:
+                                    mark[cell] = 1
+                                    listed += 1
+                                    touched[listed] = cell
+                        for lq in range(ln):
+                            out[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)] += rl_roh[np.uint64(lq)] * rl_rw0[np.uint64(lq)] * rw1 * rl_rf[np.uint64(lq)]
+    if tracked:
+        touched[0] = listed
+
+
+@njit(cache=True)
+def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
+    """estep_sum over `examples`, those of one length LANES at a time; the empty ones, those
+    without company of their length and the groups whose charts differ in which levels are empty
+    (or that hold an impossible example) are left to estep_example: their positions go to
+    deferred[:the count returned]."""
+    offsets = array(ints, layout, A_OFFSETS)
+    order = _by_length(examples, offsets)
+    left = 0
+    start = 0
+    while start < order.shape[0]:
+        n = offsets[examples[order[start]] + 1] - offsets[examples[order[start]]]
+        stop = start + 1
+        while stop < order.shape[0] and stop - start < LANES and offsets[examples[order[stop]] + 1] - offsets[
+                examples[order[stop]]] == n:
+            stop += 1
+        group = order[start:stop]
+        start = stop
+        done = False
+        if n > 0 and group.shape[0] > 1:
+            done = _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z)
+        if not done:
+            for b in range(group.shape[0]):
+                deferred[left] = group[b]
+                left += 1
+    return left
+
+
+@njit(cache=True)
+def _by_length(examples, offsets):
+    """The positions of `examples`, shortest first (a counting sort: numba's argsort compiles for
+    seconds)."""
+    longest = 0
+    for q in range(examples.shape[0]):
+        longest = max(longest, offsets[examples[q] + 1] - offsets[examples[q]])
+    starts = np.zeros(longest + 2, np.int64)
+    for q in range(examples.shape[0]):
+        starts[offsets[examples[q] + 1] - offsets[examples[q]] + 1] += 1
+    for length in range(longest + 1):
+        starts[length + 1] += starts[length]
+    order = np.empty(examples.shape[0], np.int64)
+    for q in range(examples.shape[0]):
+        length = offsets[examples[q] + 1] - offsets[examples[q]]
+        order[starts[length]] = q
+        starts[length] += 1
+    return order
+
+
+@njit(cache=True)
+def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z):
+    """The E-step of examples[group], all of length n, as lanes; False (nothing counted) when the
+    lanes cannot share it."""
+    offsets = array(ints, layout, A_OFFSETS)
+    ln = group.shape[0]
+    firsts = np.empty(ln, np.int64)
+    lane_weights = np.empty(ln)
+    for b in range(ln):
+        firsts[b] = offsets[examples[group[b]]]
+        lane_weights[b] = weights[group[b]]
+    cells = _cells(examples[group[0]], ints, layout, meta)
+    chart = np.zeros(cells * ln)
+    ls = np.empty((n + 3) * ln)
+    live = np.zeros(n + 3, np.uint8)
+    lane_log_z = np.empty(ln)
+    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z):
+        return False
+    for b in range(ln):
+        if not lane_log_z[b] > -np.inf:
+            return False
+    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, np.zeros(cells * ln), lane_log_z,
+                   lane_weights, counts)
+    for b in range(ln):
+        log_z[group[b]] = lane_log_z[b]
+    return True

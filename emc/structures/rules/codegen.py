@@ -18,6 +18,8 @@ from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, order
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
+from emc.structures.rules.contraction import contract_inside, contract_outside, contraction_of
+from emc.structures.rules.lanes import BATCH_MIN, LANES, NotLaneable, check_reads, dtype, lanes_inside, lanes_outside
 from emc.structures.rules.stages import two_stage_inside, two_stage_outside
 
 TEMPLATE = "rules.py.j2"
@@ -89,7 +91,12 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     readers = [f"rt{tables.index(table)} = table_reader(params, meta, {table})" for table in names.bounded_rows]
     readback = _readback(names, reads, tokens)
     readback["goal"] = readers + readback["goal"]
+    lanes = _lanes(names, reads, tokens)
     return {
+        "rule_lanes": lanes is not None and LANES,
+        "rule_batch_min": BATCH_MIN,
+        "rule_lanes_inside": readers + lanes[0] if lanes else [],
+        "rule_lanes_outside": readers + lanes[1] if lanes else [],
         "rule_prologue": prologue,
         "rule_inside": readers + _inside(names, reads, tokens),
         "rule_goal": _goal(names),
@@ -177,8 +184,20 @@ def _rules_by_head(program: Program, kinds: tuple[str, ...]) -> list[Rule]:
 
 
 def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
+    reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=False)
+    return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(reference),
+            "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(values), *_pad(top),
+            "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref + np.log(top)", "    else:",
+            "        ls[lev] = -np.inf"]
+
+
+def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tuple[list[str], ...]:
+    """A level's inside pass in four pieces: its reference scale `ref` (the largest body scale of
+    any firing), its items' values, their largest (`top`) and the division by it. For lanes
+    (emc/structures/rules/lanes.py), no test skips a zero (the lanes share their loops), no
+    rule takes two stages and a contraction's sum is a matrix product (contraction.py)."""
     program = names.program
-    lines = ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf"]
+    reference, values = [], []
     for rule in _rules_by_head(program, ("axiom", "part")):
         bound, steps = _level_binding(names, rule)
         loop_vars = _level_vars(names, rule, bound)
@@ -188,20 +207,46 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
                               or s.text.startswith("rf") or s.text.startswith("rv")]
         nest.steps = [Step(s.text.replace("rf = np.exp(", "rs = (", 1), s.needs, s.kind) if s.text.startswith("rf")
                       else s for s in nest.steps]
-        lines += render_nest(nest, ["ref = max(ref, rs)"], 4, skip_zero=False)
-    lines += ["    if ref == -np.inf:", "        continue", "    ls[lev] = ref"]
+        reference += render_nest(nest, ["ref = max(ref, rs)"], 0, skip_zero=False)
     for rule in _rules_by_head(program, ("axiom", "part")):
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
         nest.steps = steps + nest.steps
+        contraction = None
+        if lanes:
+            check_reads(nest, {read.local for read in _tokens(tokens, rule)})
+            contraction = contraction_of(names, rule, nest, _reads(reads, rule), rule.index)
+        if contraction is not None:
+            contract_inside(nest, contraction)
         target = f"chart[{nest.head_cell}]"
-        lines += two_stage_inside(nest, target, 4) or render_nest(nest, [], 4, accumulate=(target, nest.product))
-    lines += ["    top = 0.0"]
-    lines += _level_cells(names, "top = max(top, chart[cell])", 4)
-    lines += ["    if top > 0.0:"]
-    lines += _level_cells(names, "chart[cell] /= top", 8)
-    lines += ["        ls[lev] = ref + np.log(top)", "    else:", "        ls[lev] = -np.inf"]
-    return lines
+        staged = None if lanes else two_stage_inside(nest, target, 0)
+        values += staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not lanes)
+    top = ["top = 0.0", *_level_cells(names, "top = max(top, chart[cell])", 0)]
+    return reference, values, top, _level_cells(names, "chart[cell] /= top", 0)
+
+
+def _pad(lines: list[str], pad: int = 4) -> list[str]:
+    return [" " * pad + line for line in lines]
+
+
+def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str]] | None:
+    """The batched E-step's inside and outside passes over lanes (emc/structures/rules/lanes.py)
+    (each allocating the arrays over the lanes it uses), for a program whose levels are positions (a chain, a
+    segmentation: its loops are short; a chart over spans already runs at its built-in twin's
+    speed one example at a time); None for others, or when the lanes cannot share a pass."""
+    if names.program.kind != "last":
+        return None
+    try:
+        products = [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
+        inside, inside_arrays = lanes_inside(*_inside_pieces(names, reads, tokens, lanes=True), _goal(names), products)
+        outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, lanes=True), products)
+    except NotLaneable:
+        return None
+    return ([*_lane_arrays(inside_arrays), *inside], [*_lane_arrays(outside_arrays), *outside])
+
+
+def _lane_arrays(names: list[str]) -> list[str]:
+    return [f"rl_{name} = np.empty(ln, {dtype(name)})" for name in names]
 
 
 def _level_vars(names: Names, rule: Rule, bound: dict[str, str]) -> list[str]:
@@ -270,41 +315,60 @@ def _goal(names: Names) -> list[str]:
 
 
 def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
+    start, levels, close = _outside_pieces(names, reads, tokens, lanes=False)
+    return [*start, "for lev in range(n + 2, -1, -1):", "    if ls[lev] == -np.inf:", "        continue", *_pad(levels),
+            *close]
+
+
+def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tuple[list[str], ...]:
+    """The outside pass in three pieces: the goal's outside, a level's part marginals (into the
+    counts and the posteriors) and the small tables' counts. For lanes (emc/structures/rules/
+    lanes.py): no posteriors, no test skips a zero, no rule takes two stages, and the example's
+    weight multiplies the goal's outside (so every count holds it) instead of each count."""
     program = names.program
-    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0", "counting = dense.shape[0] > 0"]
+    weight = "" if lanes else " * weight"
+    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0"] if not lanes else []
+    lines += ["counting = dense.shape[0] > 0"]
     local_counts = _local_count_tables(names, reads)
     lines += [f"rsc{q} = np.zeros(rr{q} * meta[{names.tables[q]} + TABLE_OUTCOMES])" for q in local_counts]
     for rule in program.goals:
         nest = build_nest(names, rule, [], [], {}, "0.0")
         nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
-        lines += render_nest(nest, [f"out[{nest.head_cell}] = np.exp(ls[{level_code(names, rule.head, rule)}] - log_z)"], 0)
-    lines += ["for lev in range(n + 2, -1, -1):", "    if ls[lev] == -np.inf:", "        continue"]
+        goal = f"np.exp(ls[{level_code(names, rule.head, rule)}] - log_z)"
+        lines += render_nest(nest, [f"out[{nest.head_cell}] = {'weight * ' if lanes else ''}{goal}"], 0)
+    start, lines = lines, []
     for rule in reversed(_rules_by_head(program, ("part",))):
         rule_reads = _reads(reads, rule)
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, rule_reads, _tokens(tokens, rule), bound, "ls[lev]")
         nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let")]
-        if not nest.loops or nest.loops[-1][0] not in needs_of(nest.head_cell):
+        if not lanes and (not nest.loops or nest.loops[-1][0] not in needs_of(nest.head_cell)):
             # a zero outside skips the loops below it; inside the innermost loop the test would
             # only keep LLVM from vectorising it
             nest.steps.append(Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if"))
+        contraction = contraction_of(names, rule, nest, rule_reads, rule.index) if lanes else None
         # a factor's count sums the marginals of the firings that share its entry, in a local,
         # over the loops deeper than the factor's read (an emission's over the previous states)
-        learned = [(q, read) for q, read in enumerate(rule_reads) if read.learned]
+        learned = [(q, read) for q, read in enumerate(rule_reads)
+                   if read.learned and (contraction is None or q != contraction.read)]
+        store, sums = [], []
+        if contraction is not None:
+            store, after = contract_outside(nest, contraction, needs_sum=bool(learned))
+            sums.append(after)
         # each summed value's term: the head's outside times the firing's factors, leaving out a
         # body's own inside (its outside) and a small table's own weight (its local counts hold
         # marginal / weight; the weight multiplies them once, when they are added to the counts)
         factors = ["roh"] + nest.product
         terms = {f"rm{q}": [f for f in factors if f != f"rw{q}" or read.table not in names.small]
                  for q, read in learned}
-        sums = [Sum(f"rm{q}", _read_needs(nest, q), _outside_count(names, read, f"rm{q}")) for q, read in learned]
+        sums += [Sum(f"rm{q}", _read_needs(nest, q), _outside_count(names, read, f"rm{q}", weight)) for q, read in learned]
 
         # what the part labels (a token's or a span's label, a dependent's head) sums its
         # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
-        posting = _posterior_lines(names, rule)
+        posting = None if lanes else _posterior_lines(names, rule)
         counts = [(f"rw{q}" if read.table in names.small else "", lambda value, read=read: _outside_count(names, read, value))
                   for q, read in learned]
-        staged = two_stage_outside(nest, counts, 4) if posting is None else None
+        staged = two_stage_outside(nest, counts, 0) if posting is None and not lanes else None
         if staged is not None:
             lines += staged
             continue
@@ -317,14 +381,15 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
         for q, cell in enumerate(nest.body_cells):
             terms[f"rb{q}"] = [f for f in factors if f != f"ru{q}"]
             sums.append(Sum(f"rb{q}", needs_of(cell), [f"out[{cell}] += rb{q}"]))
-        sums += _moving_sum(nest, terms, sums)
+        sums += _moving_sum(nest, terms, [s for s in sums if s.name])
 
-        def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting, terms=terms) -> list[str]:
+        def inner(hoisted: set[str], nest=nest, learned=learned, posting=posting, terms=terms, store=store) -> list[str]:
             moving = split_product(nest, factors)[1]
             lines = [f"rg += {product(moving)}"] if "rg" in hoisted else []
+            lines += store
             for q, read in learned:
                 if f"rm{q}" not in hoisted:
-                    lines += _outside_count(names, read, ordered_product(nest, terms[f"rm{q}"]))
+                    lines += _outside_count(names, read, ordered_product(nest, terms[f"rm{q}"]), weight)
             if posting is not None and "rp" not in hoisted:
                 lines += ["if posting:", f"    rp = {ordered_product(nest, factors)}"] + [
                     "    " + line for line in posting[1]]
@@ -333,12 +398,13 @@ def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
                     lines.append(f"out[{cell}] += {ordered_product(nest, terms[f'rb{q}'])}")
             return lines
 
-        lines += render_nest(nest, inner, 4, sums=sums)
+        lines += render_nest(nest, inner, 0, sums=sums, skip_zero=not lanes)
+    levels, close = lines, []
     for q in local_counts:
-        lines += ["if counting:", f"    for rsq in range(rsc{q}.shape[0]):", f"        if rsc{q}[rsq] != 0.0:"]
-        lines += ["            " + line for line in _count_lines(f"ro{q} + rsq", f"rsc{q}[rsq] * derived[rd{q} + rsq] * weight",
+        close += ["if counting:", f"    for rsq in range(rsc{q}.shape[0]):", f"        if rsc{q}[rsq] != 0.0:"]
+        close += ["            " + line for line in _count_lines(f"ro{q} + rsq", f"rsc{q}[rsq] * derived[rd{q} + rsq]{weight}",
                                                                guarded=False)]
-    return lines
+    return start, levels, close
 
 
 def _moving_sum(nest: Nest, terms: dict[str, list[str]], sums: list[Sum]) -> list[Sum]:
@@ -366,13 +432,13 @@ def _local_count_tables(names: Names, reads: dict) -> list[int]:
     return [names.tables.index(t) for t in names.small if t in learned]
 
 
-def _outside_count(names: Names, read, value: str) -> list[str]:
-    """A factor's count `value` (a marginal, not yet weighted): into the local array of a small
-    table, else into the counts."""
+def _outside_count(names: Names, read, value: str, weight: str = " * weight") -> list[str]:
+    """A factor's count `value` (a marginal, not yet weighted: `weight` does that): into the local
+    array of a small table, else into the counts."""
     q = names.tables.index(read.table)
     if read.table in names.small:
         return [f"rsc{q}[{index(f'({read.outcome}) * rr{q} + {read.row}')}] += {value}"]
-    return _count_lines(_cell(names, read), f"{value} * weight")
+    return _count_lines(_cell(names, read), f"{value}{weight}")
 
 
 def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:

@@ -73,10 +73,15 @@ def layout_code(names: Names) -> list[str]:
 
 
 def cell_code(names: Names, ref: ir.ItemRef, rule: Rule | None, values: list[str] | None = None) -> str:
+    return index(cell_offset(names, ref, rule, values))
+
+
+def cell_offset(names: Names, ref: ir.ItemRef, rule: Rule | None, values: list[str] | None = None) -> str:
+    """An item's cell in the chart (values: its indices' code, default its arguments')."""
     k = names.item(ref.name)
     codes = values if values is not None else [names.lin(a, rule) for a in ref.args]
     terms = [f"({c} - lo{k}_{d}) * s{k}_{d}" for d, c in enumerate(codes)]
-    return index(" + ".join([f"b{k}"] + terms))
+    return " + ".join([f"b{k}"] + terms)
 
 
 def index(code: str) -> str:
@@ -240,7 +245,8 @@ def _extreme(function: str, codes: list[str]) -> str:
 class Sum:
     """A value summed over the loops deeper than where `needs` are bound (a factor's count over
     the firings that share its entry): `name = 0.0` there, `close` (lines using it) after them;
-    `close` may be a function of the names of the sums hoisted so far, giving the lines."""
+    `close` may be a function of the names of the sums hoisted so far, giving the lines. With no
+    name, only `close`: lines after the loops below where `needs` are bound."""
 
     name: str
     needs: set[str]
@@ -285,7 +291,8 @@ def render_nest(nest: Nest, innermost, indent: int, skip_zero: bool = True,
             for s in sums:
                 if not s.hoisted and s.needs <= bound:
                     s.hoisted = True
-                    lines.append(" " * pad + f"{s.name} = 0.0")
+                    if s.name:  # a nameless Sum only closes: lines after the loops below
+                        lines.append(" " * pad + f"{s.name} = 0.0")
                     hoisted = {t.name for t in sums if t.hoisted}
                     closing.append((pad, s.close(hoisted) if callable(s.close) else s.close))
         return pad

@@ -1,0 +1,96 @@
+"""The batched E-step of a rule program whose levels are positions (estep_batch: examples of one
+length advanced together as lanes, emc/structures/rules/lanes.py, its sums over a state as matrix
+products, contraction.py) equals the one-example E-step (estep_example, which
+test_rules_bruteforce holds to enumeration) example by example: log Z and the weighted counts,
+with groups longer than LANES, lone lengths, impossible examples (a word no state emits) and
+per-example weights."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from emc.codegen.render import render
+from emc.runtime.executor import LocalExecutor
+from emc.runtime.kernels import batch_estep, estep_batch_for
+from emc.spec.check import check
+from emc.spec.parse import parse_file
+from emc.structures.semiring import SUM
+from helpers import problem_from_lines, random_params
+
+# (spec, overrides, alphabet, longest, contractions): the position-indexed programs in specs/ that
+# run as lanes, and how many of their rules the lanes run as matrix products (each in the inside
+# and the outside)
+CASES = [
+    ("rules/chain.em", {"states": 3}, "abcd", 6, 1),
+    ("rules/segment.em", {"maxlen": 3}, "abc", 7, 0),
+    ("hmm_mixture.em", {"components": 2, "states": 2}, "abcd", 5, 0),
+]
+# those whose innermost loop reads a factor through the example's tokens: no lanes (lanes.py: check_reads)
+ONE_BY_ONE = ["hsmm.em", "hmm_prevword.em"]
+
+
+def lines_for(name: str, alphabet: str, longest: int, rng: np.random.Generator) -> list[str]:
+    # many short examples (a group of length 1 or 2 outgrows LANES), a lone long one, and "z",
+    # which the test makes impossible
+    lengths = list(rng.integers(1, longest, 110)) + [longest + 3]
+    letters = [rng.choice(list(alphabet), size=k) for k in lengths]
+    letters[5][0] = letters[40][-1] = "z"
+    joiner = "" if "segment" in name else " "
+    return [joiner.join(word) for word in letters]
+
+
+def one_by_one(problem, params, weights):
+    executor = LocalExecutor(problem, threads=1)
+    counts = np.zeros((1, problem.layout.size))
+    log_z = np.empty(problem.n_examples)
+    batch_estep(problem.model.module.estep_example, np.arange(problem.n_examples), np.array([0, problem.n_examples]),
+                weights, problem.ints, problem.array_bounds, problem.meta, params.abi(), executor.prepare(params), SUM,
+                counts, log_z)
+    return counts[0], log_z
+
+
+@pytest.mark.parametrize("name, overrides, alphabet, longest, contractions", CASES, ids=[c[0] for c in CASES])
+def test_lanes_equal_one_example_at_a_time(tmp_path, monkeypatch, name, overrides, alphabet, longest, contractions):
+    rng = np.random.default_rng(3)
+    spec = (ROOT / "specs" / name).read_text(encoding="utf-8")
+    problem = problem_from_lines(tmp_path, spec, lines_for(name, alphabet, longest, rng), None, overrides)
+    module = problem.model.module
+    assert hasattr(module, "estep_batch")
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    assert source.count("contract_rows(derived") == 2 * contractions
+    params = random_params(problem, rng)
+    impossible_word = problem.corpus.fields["x"].vocab.lookup("z") if "segment" not in name else None
+    if impossible_word is not None:  # no state emits "z"
+        for table in problem.layout.learned():
+            if table.outcome_spaces == ("vocab:x",):
+                params.theta[table.entries][table.local_outcomes() == impossible_word] = 0.0
+    weights = rng.uniform(0.5, 2.0, problem.n_examples)
+    examples = np.arange(problem.n_examples, dtype=np.int64)
+
+    executor = LocalExecutor(problem, threads=1)
+    deferred = np.empty(len(examples), np.int64)
+    counts = (np.zeros(problem.layout.size), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    left = module.estep_batch(examples, problem.ints, problem.array_bounds, problem.meta, params.abi(),
+                              executor.prepare(params), weights, counts, np.empty(len(examples)), deferred)
+    # most went as lanes (not the lone long one, nor a group with an impossible example): this tests the lanes
+    assert left < len(examples) // 2
+
+    assert estep_batch_for(module, len(examples)) is None  # too few examples to pay for the lanes
+    monkeypatch.setattr(module, "BATCH_MIN", 0)  # the executor takes the lanes for these few examples too
+    assert estep_batch_for(module, len(examples)) is not None
+    result = executor.estep(params, examples, SUM, weights)
+    expected_counts, expected_log_z = one_by_one(problem, params, weights)
+    impossible = np.isneginf(expected_log_z)
+    assert impossible.sum() == (2 if impossible_word is not None else 0)
+    np.testing.assert_array_equal(np.isneginf(result.log_z), impossible)
+    np.testing.assert_allclose(result.log_z[~impossible], expected_log_z[~impossible], rtol=1e-11)
+    np.testing.assert_allclose(result.counts, expected_counts, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ONE_BY_ONE)
+def test_programs_reading_tokens_innermost_keep_one_example_at_a_time(name):
+    source = render(check(parse_file(ROOT / "specs" / name)))
+    assert "def estep_example(" in source and "def estep_batch(" not in source
