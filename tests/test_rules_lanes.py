@@ -60,7 +60,7 @@ def test_lanes_equal_one_example_at_a_time(tmp_path, monkeypatch, name, override
     module = problem.model.module
     assert hasattr(module, "estep_batch")
     source = Path(module.__file__).read_text(encoding="utf-8")
-    assert source.count("contract_rows(derived") == 2 * contractions
+    assert source.count("contract_rows(derived") == contractions  # the outside reads the inside's products again
     params = random_params(problem, rng)
     impossible_word = problem.corpus.fields["x"].vocab.lookup("z") if "segment" not in name else None
     if impossible_word is not None:  # no state emits "z"

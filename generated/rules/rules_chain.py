@@ -616,13 +616,15 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 # lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
 LANES = 32
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
+SAVED = 2  # chart-sized parts of the inside's results the outside reads again, one a part
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z):
+def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z, rsaved):
     """_inside under sum for the ln examples of length n starting at firsts: log Z of each into
-    log_z; live[lev] = 1 where level lev holds anything. False when the examples' charts differ in
-    which levels are empty (they then go one by one)."""
+    log_z; live[lev] = 1 where level lev holds anything; rsaved: what the outside reads again (a
+    matrix product's result, emc/structures/rules/contraction.py). False when the examples'
+    charts differ in which levels are empty (they then go one by one)."""
     semiring = SUM
     tokens_0 = array(ints, layout, A_TOKENS_0)
     ra0 = meta[M_0]
@@ -703,6 +705,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                             for lq in range(ln):
                                 rw1 = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
                                 rk0 = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
+                                rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = rk0
                                 chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
         if lev == (n + 2):
             if 0 <= n <= n:
@@ -767,7 +770,8 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, out, log_zs, weights, counts):
+def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, rsaved, out, log_zs, weights,
+                   counts):
     """_outside's expected counts for the examples of _inside_lanes, each weighted."""
     semiring = SUM
     tokens_0 = array(ints, layout, A_TOKENS_0)
@@ -828,13 +832,12 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
                     rcm0 = np.zeros(((min(ra0, (-1 + ra0))) - (0) + 1) * ln)
-                    rgm0 = contract_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
                                 rl_rw1[np.uint64(lq)] = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
                                 rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
-                                rl_rk0[np.uint64(lq)] = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
+                                rl_rk0[np.uint64(lq)] = rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
                                 rcm0[np.uint64(ln * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
                             if counting:
                                 for lq in range(ln):
@@ -923,13 +926,14 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
     ls = np.empty((n + 3) * ln)
     live = np.zeros(n + 3, np.uint8)
     lane_log_z = np.empty(ln)
-    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z):
+    saved = np.empty(SAVED * cells * ln)
+    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z, saved):
         return False
     for b in range(ln):
         if not lane_log_z[b] > -np.inf:
             return False
-    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, np.zeros(cells * ln), lane_log_z,
-                   lane_weights, counts)
+    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, saved, np.zeros(cells * ln),
+                   lane_log_z, lane_weights, counts)
     for b in range(ln):
         log_z[group[b]] = lane_log_z[b]
     return True

@@ -481,13 +481,15 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 # lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
 LANES = 32
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
+SAVED = 1  # chart-sized parts of the inside's results the outside reads again, one a part
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z):
+def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, log_z, rsaved):
     """_inside under sum for the ln examples of length n starting at firsts: log Z of each into
-    log_z; live[lev] = 1 where level lev holds anything. False when the examples' charts differ in
-    which levels are empty (they then go one by one)."""
+    log_z; live[lev] = 1 where level lev holds anything; rsaved: what the outside reads again (a
+    matrix product's result, emc/structures/rules/contraction.py). False when the examples'
+    charts differ in which levels are empty (they then go one by one)."""
     semiring = SUM
     ra0 = meta[M_0]
     rspans = array(ints, layout, A_SPANS)
@@ -600,7 +602,8 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
 
 
 @njit(cache=True, fastmath=FAST)
-def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, out, log_zs, weights, counts):
+def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, rsaved, out, log_zs, weights,
+                   counts):
     """_outside's expected counts for the examples of _inside_lanes, each weighted."""
     semiring = SUM
     ra0 = meta[M_0]
@@ -725,13 +728,14 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
     ls = np.empty((n + 3) * ln)
     live = np.zeros(n + 3, np.uint8)
     lane_log_z = np.empty(ln)
-    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z):
+    saved = np.empty(SAVED * cells * ln)
+    if not _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z, saved):
         return False
     for b in range(ln):
         if not lane_log_z[b] > -np.inf:
             return False
-    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, np.zeros(cells * ln), lane_log_z,
-                   lane_weights, counts)
+    _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, saved, np.zeros(cells * ln),
+                   lane_log_z, lane_weights, counts)
     for b in range(ln):
         log_z[group[b]] = lane_log_z[b]
     return True

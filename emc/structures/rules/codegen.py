@@ -94,6 +94,7 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     lanes = _lanes(names, reads, tokens)
     return {
         "rule_lanes": lanes is not None and LANES,
+        "rule_lanes_saved": len(program.parts),
         "rule_batch_min": BATCH_MIN,
         "rule_lanes_inside": readers + lanes[0] if lanes else [],
         "rule_lanes_outside": readers + lanes[1] if lanes else [],
@@ -237,7 +238,7 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
     if names.program.kind != "last":
         return None
     try:
-        products = [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
+        products = ["rsaved"] + [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
         inside, inside_arrays = lanes_inside(*_inside_pieces(names, reads, tokens, lanes=True), _goal(names), products)
         outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, lanes=True), products)
     except NotLaneable:

@@ -8,7 +8,7 @@ per level (emc/structures/rules/contract.py):
   inside   G = W C, read as rk<r> = G[k] where the nest read the weight and the body;
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
            outside += W^T D and the table's local counts += D C^T, once per level; the other
-           factors' counts take G as the sum over j.
+           factors' counts take G (the inside leaves it in `rsaved`) as the sum over j.
 Nothing changes in a program's meaning: the rewritten nests compute the same sums in another order.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Contraction:
     learned: bool
     bounds: tuple[str, str, str, str]  # klo, khi, jlo, jhi
     base: str  # the body's cell at j = jlo
+    head_cell: str  # the head's cell (of state k)
 
     @property
     def arrays(self) -> list[str]:
@@ -46,6 +47,12 @@ class Contraction:
     def product_step(self) -> Step:
         code = f"rgm{self.number} = " + self.call("contract_rows", f"derived, rd{self.table}, rr{self.table}", "chart") + ")"
         return Step(code, self.needs, "let")
+
+    @property
+    def saved(self) -> str:
+        """Where the inside leaves G's entry for the outside: the rule's own chart-sized part of
+        `rsaved`, at the head's cell (lanes.py lays it out by lane, as the chart)."""
+        return f"rsaved[np.uint64({self.number} * cells + {self.head_cell})]"
 
     def row_step(self) -> Step:
         klo = self.bounds[0]
@@ -75,7 +82,7 @@ def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: in
         return None
     values = [names.lin(a, rule) for a in body.args[:-1]] + [f"({jlo})"]
     return Contraction(number, head, summed, weights[0], names.tables.index(read.table), read.learned,
-                       (klo, khi, jlo, jhi), cell_offset(names, body, rule, values))
+                       (klo, khi, jlo, jhi), cell_offset(names, body, rule, values), cell_offset(names, rule.head, rule))
 
 
 def _drop_summed(nest: Nest, c: Contraction) -> None:
@@ -89,10 +96,12 @@ def _drop_summed(nest: Nest, c: Contraction) -> None:
 
 
 def contract_inside(nest: Nest, c: Contraction) -> None:
-    """The nest reads G's row k where it summed the weight times the body over j."""
+    """The nest reads G's row k where it summed the weight times the body over j, and leaves it
+    for the outside (`saved`)."""
     _drop_summed(nest, c)
-    nest.steps += [c.product_step(), c.row_step()]
-    nest.product = [f"rk{c.number}"] + nest.product
+    row = f"rk{c.number}"
+    nest.steps += [c.product_step(), c.row_step(), Step(f"{c.saved} = {row}", {row} | needs_of(c.head_cell), "let")]
+    nest.product = [row] + nest.product
 
 
 def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[str], Sum]:
@@ -103,8 +112,8 @@ def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[
     klo, khi = c.bounds[:2]
     nest.steps.append(Step(f"rcm{c.number} = np.zeros((({khi}) - ({klo}) + 1) * ln)", c.needs, "let"))
     heads = ["roh"] + nest.product
-    if needs_sum:
-        nest.steps += [c.product_step(), c.row_step()]
+    if needs_sum:  # G as the inside left it
+        nest.steps.append(Step(f"rk{c.number} = {c.saved}", {c.head} | needs_of(c.head_cell), "let"))
         nest.product = [f"rk{c.number}"] + nest.product
     store = [f"rcm{c.number}[np.uint64({c.head} - ({klo}))] = {' * '.join(heads)}"]
     after = [c.call("scatter_rows", f"derived, rd{c.table}, rr{c.table}", "out") + f", rcm{c.number})"]
