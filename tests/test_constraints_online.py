@@ -15,7 +15,6 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
 from emc.runtime.sparsity import PosteriorSparsity
-from emc.runtime.variants import make_variant
 from emc.runtime.variants.base import CORPUS_DUALS
 from emc.spec.errors import EmcError
 from emc.structures.semiring import SUM
@@ -149,15 +148,7 @@ def test_a_resumed_constrained_online_fit_is_exact(tmp_path, algorithm):
     assert [r["constraints"] for r in whole.history] == [r["constraints"] for r in resumed.history]
 
 
-class _Cluster:
-    """An executor elsewhere (emc/dist): no per-example projection."""
-
-    in_process = False
-
-
 def test_what_cannot_project_online_still_says_so(tmp_path):
     problem = problem_from_lines(tmp_path, per_example.constrained(per_example.HMM, "<= 0.7"), per_example.PAIRS)
-    with pytest.raises(EmcError, match="projected per example on this machine only"):
-        make_variant("stepwise", problem, _Cluster(), online("stepwise"))
     with pytest.raises(EmcError, match=r"--algorithm hard cannot project onto the per-example constraint"):
         fit(problem, FitSettings(algorithm="hard", iterations=1))

@@ -111,3 +111,81 @@ def test_cli_workers(tmp_path, capsys):
                  "--workers", "2", "--out", str(tmp_path / "run")]) == 0
     assert "E-step on Dask: 2 shards" in capsys.readouterr().err
     assert (tmp_path / "run" / "params.npz").exists()
+
+
+def _local_and_remote(problem, settings, client) -> tuple[tuple, tuple]:
+    """(result, last state's extra, executor) of a local fit and of the same fit on the cluster."""
+    from emc.dist.executor import DaskExecutor
+    from emc.runtime.executor import LocalExecutor
+
+    fits = []
+    for executor in (LocalExecutor(problem, threads=1), DaskExecutor(problem, client)):
+        last = {}
+        result = fit(problem, settings, executor=executor, after_step=lambda state: last.update(state.extra))
+        fits.append((result, last, executor))
+    return fits[0], fits[1]
+
+
+def _assert_same_fit(problem, local, remote, duals: str, record: str, rtol: float = 1e-9) -> None:
+    """The same weights, objective, projections logged and duals reached (to `rtol`)."""
+    (a, a_extra, _), (b, b_extra, _) = local, remote
+    w = problem.layout
+    np.testing.assert_allclose(b.params.weights(w), a.params.weights(w), rtol=rtol, atol=1e-12)
+    assert b.objective == pytest.approx(a.objective, rel=1e-9)
+    assert np.asarray(a_extra[duals]).max() > 0  # the constraint binds: the duals did something
+    np.testing.assert_allclose(b_extra[duals], a_extra[duals], rtol=rtol, atol=1e-12)
+    assert len(a.history) == len(b.history)
+    for x, y in zip(a.history, b.history):
+        assert _numbers(y[record]) == pytest.approx(_numbers(x[record]), rel=rtol, abs=1e-12)
+
+
+def _numbers(record) -> list[float]:
+    """Every number of a logged projection, in order."""
+    if isinstance(record, dict):
+        return [n for k in sorted(record) for n in _numbers(record[k])]
+    if isinstance(record, list):
+        return [n for v in record for n in _numbers(v)]
+    return [float(record)] if isinstance(record, (int, float)) else []
+
+
+PROJECTING_FITS = [FitSettings(iterations=3, tolerance=0, eval_every=0, threads=1, init="random"),
+                   FitSettings(algorithm="stepwise", passes=2, batch_size=4, eval_every=0, threads=1, init="random")]
+
+
+@pytest.mark.parametrize("settings", PROJECTING_FITS, ids=["batch", "stepwise"])
+def test_a_corpus_constraint_projects_on_the_cluster_as_here(client, tmp_path, settings):
+    """The DMV with a binding rule share: lambda is shared by every shard (each evaluation of the
+    dual is one E-step over all of them), so fit, log and lambda equal a local fit's."""
+    import test_constraints as corpus
+    from emc.runtime.variants.base import CORPUS_DUALS
+
+    problem = problem_from_lines(tmp_path, corpus.constrained(">= 0.95"), corpus.SENTENCES * 3)
+    local, remote = _local_and_remote(problem, settings, client)
+    _assert_same_fit(problem, local, remote, CORPUS_DUALS, "constraints")
+
+
+@pytest.mark.parametrize("settings", PROJECTING_FITS, ids=["batch", "stepwise"])
+def test_per_example_duals_travel_with_each_shard(client, tmp_path, settings):
+    """The HMM aligner with a binding bijectivity bound: each pair's duals go to its shard's E-step
+    and come back solved, so fit, log, duals and the projected decoding equal a local fit's."""
+    import test_example_constraints as per_example
+
+    problem = problem_from_lines(tmp_path, per_example.constrained(per_example.HMM, "<= 0.7"), per_example.PAIRS * 3)
+    local, remote = _local_and_remote(problem, settings, client)
+    _assert_same_fit(problem, local, remote, per_example.STATE_KEY, "example_constraints")
+    every = np.arange(problem.n_examples)
+    (here, here_scores), (there, there_scores) = (f[2].decode(f[0].params, every) for f in (local, remote))
+    assert all(np.array_equal(a, b) for a, b in zip(here, there))
+    np.testing.assert_allclose(there_scores, here_scores, rtol=1e-9)
+
+
+@pytest.mark.parametrize("settings", PROJECTING_FITS, ids=["batch", "stepwise"])
+def test_sparsity_duals_travel_with_each_shard(client, tmp_path, settings):
+    """Posterior sparsity on a tiny HMM: each shard's tokens' duals go with its E-step and their
+    posteriors come back, so fit, log and duals equal a local fit's (the sums in another order)."""
+    import test_posterior_sparsity as sparsity
+    from emc.runtime.sparsity import STATE_KEY
+
+    problem = problem_from_lines(tmp_path, sparsity.SPARSE, sparsity.LINES * 3, overrides={"states": 3})
+    local, remote = _local_and_remote(problem, settings, client)
+    _assert_same_fit(problem, local, remote, STATE_KEY, "sparsity", rtol=1e-8)

@@ -6,7 +6,10 @@ meta) and scattered to its worker once. Per E-step the client scatters the param
 worker (one broadcast), each worker runs the compiled model on its shard (the generated source is
 sent once and loaded through numba's cache, so a worker compiles at most once), and the
 expected-count arrays are added pairwise on the workers (a reduction tree) before the client
-gathers the sum. The M-step stays on the client.
+gathers the sum. The M-step stays on the client. With a per-example constraint or posterior
+sparsity (emc/runtime/example_constraints.py, sparsity.py) each shard's task also carries its
+examples' duals, cut from the whole corpus's `derived` vector, and returns them solved with the
+posteriors the projection reads, so the projection proceeds as on this machine.
 
 Faults: a task that fails is retried by Dask; a worker that dies takes its shard with it, so the
 client (which keeps every shard) scatters the lost shards to the surviving workers and runs the
@@ -46,20 +49,28 @@ class Shard:
     decoded_lengths: np.ndarray
 
 
+def _derived(module, shard: Shard, params: tuple, derived: np.ndarray | None) -> np.ndarray:
+    """prepare's numbers, or the shard's derived vector from the client (with a projection's duals):
+    a copy, which the E-step fills and a retried task finds as it was sent."""
+    return module.prepare(shard.meta, params) if derived is None else np.array(derived)
+
+
 def _shard_estep(shard: Shard, name: str, source: str, params: tuple, semiring: int, local: np.ndarray,
-                 weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 weights: np.ndarray, derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from emc.runtime.kernels import batch_estep, estep_for
 
     module = load_source(name, source)
     counts = np.zeros((1, params[0].shape[0]))
     log_z = np.empty(len(local))
     bounds = np.array([0, len(local)], np.int64)
+    derived = _derived(module, shard, params, derived)
     batch_estep(estep_for(module, semiring), local, bounds, weights, shard.ints, shard.array_bounds, shard.meta,
-                params, module.prepare(shard.meta, params), semiring, counts, log_z)
-    return counts[0], log_z
+                params, derived, semiring, counts, log_z)
+    return counts[0], log_z, derived
 
 
-def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray,
+                  derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from emc.runtime.kernels import batch_decode
 
     module = load_source(name, source)
@@ -67,7 +78,7 @@ def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np
     out = np.zeros(offsets[-1], np.int32)
     scores = np.empty(len(local))
     batch_decode(module.decode_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, params,
-                 module.prepare(shard.meta, params), out, scores)
+                 _derived(module, shard, params, derived), out, scores)
     return out, offsets, scores
 
 
@@ -77,6 +88,10 @@ def _counts_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
 
 def _log_z_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return result[1]
+
+
+def _derived_of(result: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    return result[2]
 
 
 class DaskExecutor:
@@ -101,6 +116,8 @@ class DaskExecutor:
             self._scatter(s, [workers[s % len(workers)]])
         self.before_gather = None  # tests kill a worker here
         self.bytes_moved = 0
+        # a spec's per-example constraint or posterior sparsity, whose duals travel with each shard's E-step
+        self.example_projection = None
 
     def _pack(self, lo: int, hi: int) -> Shard:
         p = self.problem
@@ -135,7 +152,17 @@ class DaskExecutor:
             yield int(s), positions, examples[positions] - self.bounds[s]
 
     def prepare(self, params: ParamState) -> np.ndarray:
-        return self.problem.model.module.prepare(self.problem.meta, params.abi())
+        """prepare's numbers, and the per-example projection's after them when it is set (the whole
+        corpus's: each shard's is cut from it)."""
+        prepared = self.problem.model.module.prepare(self.problem.meta, params.abi())
+        return prepared if self.example_projection is None else self.example_projection.derived(prepared)
+
+    def _shard_derived(self, whole: np.ndarray | None, s: int):
+        """Shard s's derived vector, scattered (None without a projection: the worker prepares its own)."""
+        if whole is None:
+            return None
+        part = self.example_projection.shard_derived(whole, int(self.bounds[s]), int(self.bounds[s + 1]))
+        return self.client.scatter(part, hash=False)
 
     def warm_up(self, params: ParamState) -> float:
         t0 = time.perf_counter()
@@ -158,13 +185,15 @@ class DaskExecutor:
 
     def _estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
-        parts, positions = [], []
+        whole = None if self.example_projection is None else self.prepare(params)
+        parts, positions, shards = [], [], []
         for s, where, local in self._split(examples):
             # a sampling request seeds by example index: the shard's are numbered from its first
             parts.append(self.client.submit(_shard_estep, self.data[s], self.name, self.source, abi,
                                             shifted(semiring, int(self.bounds[s])), local, weights[where],
-                                            retries=2, pure=False))
+                                            self._shard_derived(whole, s), retries=2, pure=False))
             positions.append(where)
+            shards.append(s)
         if self.before_gather:
             self.before_gather(self)
         counts = [self.client.submit(_counts_of, part, pure=False) for part in parts]
@@ -178,7 +207,18 @@ class DaskExecutor:
             log_z[where] = values
         size = params.theta.nbytes + params.row_total.nbytes
         self.bytes_moved = size * len(self._alive_workers()) + total.nbytes * len(parts)
+        if whole is not None and semiring == SUM:
+            self._collect(whole, parts, shards, examples, weights)
         return EStepResult(total, log_z)
+
+    def _collect(self, whole: np.ndarray, parts: list, shards: list[int], examples: np.ndarray,
+                 weights: np.ndarray) -> None:
+        """The shards' solved duals and posteriors into the projection, as a local E-step leaves them."""
+        derived = self.client.gather([self.client.submit(_derived_of, part, pure=False) for part in parts])
+        for s, part in zip(shards, derived):
+            self.example_projection.shard_collect(whole, part, int(self.bounds[s]), int(self.bounds[s + 1]))
+            self.bytes_moved += 2 * part.nbytes  # sent and returned
+        self.example_projection.collect(whole, examples, weights)
 
     def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         for attempt in range(ATTEMPTS):
@@ -192,8 +232,9 @@ class DaskExecutor:
 
     def _decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
+        whole = None if self.example_projection is None else self.prepare(params)
         jobs = [(where, self.client.submit(_shard_decode, self.data[s], self.name, self.source, abi, local,
-                                           retries=2, pure=False))
+                                           self._shard_derived(whole, s), retries=2, pure=False))
                 for s, where, local in self._split(examples)]
         decoded: list[np.ndarray] = [None] * len(examples)
         scores = np.empty(len(examples))

@@ -8,16 +8,16 @@ projected-gradient steps on the example's duals lambda (one per position), each 
 the part scores shifted by exp(-lambda_i). This module owns the duals between E-steps: every
 E-step receives them after prepare's numbers in `derived` (the warm start) and leaves its
 solution there, so the next E-step starts from it; a fit keeps them in its state (a checkpoint
-holds them, and `emc fit --resume` continues exactly). It also gathers what the projections did
-for the fit's log. The E-step's log Z becomes the dual objective f(lambda) = log p(x) - KL(q || p),
-the objective PR-EM never lowers.
+holds them, and `emc fit --resume` continues exactly). On a Dask cluster each shard's E-step
+receives its examples' part of that vector and sends it back solved (shard_derived, shard_collect).
+It also gathers what the projections did for the fit's log. The E-step's log Z becomes the dual
+objective f(lambda) = log p(x) - KL(q || p), the objective PR-EM never lowers.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from emc.runtime.duals import restored_duals
-from emc.spec.errors import EmcError
 
 HEAD = 5  # most E-steps, tolerance, where the statistics start, bound, sign (the glue's PROJECTION_HEAD)
 STATS = 5  # per example: excess before, after, E-steps, sum of lambda, KL (PROJECTION_STATS)
@@ -78,6 +78,31 @@ class ExampleProjection:
             "dual": float(weights @ stats[:, 4]),
             "esteps": float(stats[:, 2].mean()) if len(stats) else 0.0}]}
 
+    # a Dask worker's shard (emc/dist/executor.py): its examples packed on their own, numbered from 0
+    # (a symmetric constraint's link shifts never reach one: its fit runs on this machine only)
+    def _head_at(self, whole: np.ndarray) -> int:
+        """Where the projection's head starts in the whole corpus's derived vector."""
+        return len(whole) - STATS * self.n_examples - len(self.duals) - HEAD
+
+    def shard_derived(self, whole: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """The derived vector of examples lo:hi cut from the whole corpus's: prepare's numbers, the
+        head (its statistics start after the shard's duals), their duals and their statistics."""
+        at = self._head_at(whole) + HEAD
+        duals = whole[at + self.offsets[lo]:at + self.offsets[hi]]
+        head = whole[at - HEAD:at].copy()
+        head[2] = at + len(duals)
+        stats_at = at + len(self.duals)
+        return np.concatenate([whole[:at - HEAD], head, duals, whole[stats_at + STATS * lo:stats_at + STATS * hi]])
+
+    def shard_collect(self, whole: np.ndarray, part: np.ndarray, lo: int, hi: int) -> None:
+        """A shard's solved duals and statistics back into the whole corpus's derived vector, which
+        `collect` then reads as it reads a local E-step's."""
+        at = self._head_at(whole) + HEAD
+        n = int(self.offsets[hi] - self.offsets[lo])
+        whole[at + self.offsets[lo]:at + self.offsets[hi]] = part[at:at + n]
+        stats_at = at + len(self.duals)
+        whole[stats_at + STATS * lo:stats_at + STATS * hi] = part[at + n:]
+
     def keep(self, extra: dict) -> None:
         """The duals into a fit's state (a checkpoint saves them)."""
         extra[STATE_KEY] = self.duals
@@ -94,9 +119,6 @@ def attach(executor, problem, settings) -> ExampleProjection | None:
     constraints = [*checked.example_constraints, *([checked.symmetric] if checked.symmetric else [])]
     if not constraints or settings.constraints == "off":
         return None
-    if not hasattr(executor, "example_projection"):
-        raise EmcError(f"constraint '{constraints[0].name}' is projected per example on this machine only: "
-                       f"fit without --workers/--scheduler, or with --constraints off")
     executor.example_projection = ExampleProjection(problem, settings.constraint_esteps)
     return executor.example_projection
 

@@ -108,6 +108,20 @@ class PosteriorSparsity:
     def collect(self, derived: np.ndarray, examples: np.ndarray, weights: np.ndarray) -> None:
         """Nothing: the posteriors are read from the buffer by `estep`."""
 
+    # a Dask worker's shard (emc/dist/executor.py): its examples packed on their own, tokens from 0
+    def shard_derived(self, whole: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """The derived vector of examples lo:hi cut from the whole corpus's (the buffer): prepare's
+        numbers, their tokens' duals and their tokens' posteriors."""
+        first, last = self.first_token[lo], self.first_token[hi]
+        return np.concatenate([whole[:self.prepared], self.shifts[first:last].ravel(),
+                               self.posterior[first:last].ravel()])
+
+    def shard_collect(self, whole: np.ndarray, part: np.ndarray, lo: int, hi: int) -> None:
+        """A shard's posteriors back into the buffer, where `estep` reads a local E-step's."""
+        first, last = self.first_token[lo], self.first_token[hi]
+        size = (last - first) * self.K
+        self.posterior[first:last] = part[self.prepared + size:].reshape(last - first, self.K)
+
     # the state of a fit -------------------------------------------------------------------------------
     def keep(self, extra: dict) -> None:
         extra[STATE_KEY] = self.lam
@@ -202,9 +216,6 @@ def attach_sparsity(variant, problem, executor, settings) -> PosteriorSparsity |
     if not variant.projects:
         raise EmcError(f"--algorithm {variant.name} cannot project onto the posterior sparsity '{name}' (its "
                        f"posteriors are not projected): use {PROJECTING}, or --constraints off")
-    if not hasattr(executor, "example_projection"):
-        raise EmcError(f"constraint '{name}' is projected on this machine only: fit without --workers/--scheduler, "
-                       f"or with --constraints off")
     executor.example_projection = PosteriorSparsity(problem, variant.weights, settings.constraint_esteps)
     return executor.example_projection
 
