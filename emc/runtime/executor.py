@@ -79,13 +79,14 @@ class LocalExecutor:
 
     def incremental_pass(self, params: ParamState, examples: np.ndarray, bounds: np.ndarray, blocks: np.ndarray,
                          weights: np.ndarray, thawed: np.ndarray, buffer: tuple, log_z: np.ndarray, pool: tuple,
-                         relisted: tuple | None = None, fill: np.ndarray | None = None):
+                         row_spans: tuple, relisted: tuple | None = None, fill: np.ndarray | None = None):
         """Incremental EM's pass over `blocks` (their examples: examples[bounds[q]:bounds[q+1]]):
-        a replay of their listed statistics, or with `relisted` and `fill` a listing pass."""
+        a replay of their listed statistics, or with `relisted` and `fill` a listing pass; a row
+        the pass empties is refilled through `row_spans` (online.spans_of_rows)."""
         p = self.problem
         largest = int(np.diff(bounds).max()) if len(bounds) > 1 else 0
         common = (*online.esteps(p.model.module, largest), examples, bounds, blocks, weights, p.ints, p.array_bounds, p.meta,
-                  params.abi(), p.layout.row_of, thawed, buffer, log_z, pool)
+                  params.abi(), p.layout.row_of, thawed, buffer, log_z, pool, row_spans)
         if relisted is None:
             return online.incremental_replay_pass(*common)
         return online.incremental_listing_pass(*common, relisted, fill)

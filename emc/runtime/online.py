@@ -30,6 +30,12 @@ in the dense counts, and the variant then lists afresh (emc/runtime/variants/inc
 a later block whose list holds that entry takes it in with its own: mu then stays exactly the
 sum of the kept statistics, with that mass kept under the other block.
 
+A row whose kept statistics all become zero (every block's posterior of it underflowed, or the
+subtraction of a block's old statistics cancelled the last of it: clamped to 0) would be read as
+0 / 0. Batch EM's M-step makes a row with no counts uniform (emc/priors/normalize.py), and so do
+the incremental passes: each of the row's entries is set to EMPTY_ROW_MASS (refill_rows), which
+reads 1 / outcomes and lies below the rounding of any count that later comes back to the row.
+
 Both passes visit `examples` in blocks (stepwise: mini-batches of `batch_size`; incremental:
 examples[bounds[g]:bounds[g+1]] is block blocks[g]), each block's E-step through _block_estep.
 """
@@ -49,6 +55,10 @@ U8 = types.uint8[::1]
 # Rescale theta when the global scale leaves [RESCALE_BELOW, 1 / RESCALE_BELOW]. The compiled pass
 # takes it as an argument: numba would freeze a global's value into its on-disk cache.
 RESCALE_BELOW = 1e-100
+# Each entry of a row whose statistics are all zero, so that it reads as uniform (see the module
+# docstring): far below any count (c + EMPTY_ROW_MASS == c for c > 1e-284), far above the
+# smallest normal number, so a row of a million entries still sums to a normal one.
+EMPTY_ROW_MASS = 1e-300
 
 
 def esteps(module, block: int) -> tuple:
@@ -191,18 +201,92 @@ def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, a
     return total, k
 
 
+def spans_of_rows(tables) -> tuple[np.ndarray, np.ndarray]:
+    """Where the entries of every row of `tables` (a ParamLayout's, all of them, in order) are,
+    for the passes to refill an emptied row: spans[r] = (first, step, size), the entries
+    first + k * step (k < size) of a dense table's row (outcome-major), or, with step 0,
+    sparse[first + k] of a sparse table's. Only the rows of learned tables without features are
+    refilled: the others get size 0."""
+    spans = np.zeros((sum(t.rows for t in tables), 3), np.int64)
+    sparse, used = [np.zeros(0, np.int64)], 0
+    for t in tables:
+        if t.kind != "learned" or t.featured is not None:
+            continue
+        rows = spans[t.row_slice]
+        if t.sparse:
+            sizes = np.bincount(t.entry_rows, minlength=t.rows)
+            rows[:, 0] = used + np.cumsum(sizes) - sizes
+            rows[:, 2] = sizes
+            sparse.append(np.argsort(t.entry_rows, kind="stable").astype(np.int64) + t.offset)
+            used += t.size
+        else:
+            rows[:, 0] = t.offset + np.arange(t.rows)
+            rows[:, 1], rows[:, 2] = t.rows, t.outcomes
+    return spans, np.concatenate(sparse)
+
+
+@njit(inline="always")
+def _refill_row(theta, row_total, r, row_spans):
+    """Row r's total recounted from its entries (spans_of_rows) after it fell to 0: their sum when
+    they hold statistics (the running total lost them to a clamp), else a uniform row of
+    EMPTY_ROW_MASS. A refilled row whose entries a block's clamped subtraction zeroed again holds
+    less than its refill: it is refilled whole, never left uniform over some entries only."""
+    spans, sparse = row_spans
+    first, step, size = spans[r, 0], spans[r, 1], spans[r, 2]
+    if size == 0:  # not a row the passes re-estimate
+        return
+    total = 0.0
+    for k in range(size):
+        total += theta[first + k * step if step else sparse[first + k]]
+    if total > size * EMPTY_ROW_MASS:
+        row_total[r] = total
+        return
+    for k in range(size):
+        theta[first + k * step if step else sparse[first + k]] = EMPTY_ROW_MASS
+    row_total[r] = size * EMPTY_ROW_MASS
+
+
+@njit(inline="always")
+def _refill_emptied_runs(theta, row_total, row_of, run_cell, run_length, a, b, row_spans):
+    """_refill_row for every row of runs a..b-1 whose total is 0."""
+    for r in range(a, b):
+        w = row_of[run_cell[r]]
+        for u in range(run_length[r]):
+            if row_total[w + u] <= 0.0:
+                _refill_row(theta, row_total, w + u, row_spans)
+
+
+def _refill_rows(theta, row_total, rows, row_spans):
+    """_refill_row for every one of `rows` whose total is 0 (the numpy paths of incremental EM)."""
+    for r in rows:
+        if row_total[r] <= 0.0:
+            _refill_row(theta, row_total, r, row_spans)
+
+
+def refill_empty_rows(params, rows: np.ndarray, row_spans: tuple) -> None:
+    """_refill_row for every one of `rows` (of `params`) whose total is 0 (see the module
+    docstring), compiled only once a row is."""
+    rows = np.ascontiguousarray(rows, np.int64)
+    if rows.size and (params.row_total[rows] <= 0.0).any():
+        refill = globals().get("refill_rows") or __getattr__("refill_rows")  # compiled on first use
+        refill(params.theta, params.row_total, rows, row_spans)
+
+
 # The pool of per-block statistics: block g's runs are run_cell/run_length[first_run[g]:
 # last_run[g]] (run r covers entries run_cell[r] + u, in rows row_of[run_cell[r]] + u, for
 # u < run_length[r]) and their values are pool_value[first_value[g]:], run after run.
 RUNS = types.Tuple((I64, I64, I64, I64, I64, F64))
+# spans_of_rows: each row's (first, step, size), and the sparse tables' entries row by row
+ROW_SPANS = types.Tuple((types.int64[:, ::1], I64))
 
 
 def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
-                             meta, params, row_of, thawed, untracked, log_z, pool):
+                             meta, params, row_of, thawed, untracked, log_z, pool, row_spans):
     """One pass, one block at a time, over blocks listed before: mu <- mu - s_g + s_g', walking
     g's runs. `untracked` is (dense counts, marks, empty). Entries with thawed = 0 (a featured
     block's: see variants/incremental.py; thawed is empty when there is none) keep their value in
-    theta; their statistics live in the pool alone. Returns the sum of weighted log Z."""
+    theta; their statistics live in the pool alone. A row the update empties is refilled
+    (`row_spans`: spans_of_rows). Returns the sum of weighted log Z."""
     theta, row_total, _, _, _ = params
     counts = untracked[0]
     first_run, last_run, first_value, run_cell, run_length, pool_value = pool
@@ -213,6 +297,7 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
         total += _block_estep(estep, estep_batch, batched, examples, bounds[q], bounds[q + 1], weights, ints, layout,
                               meta, params, derived, untracked, log_z)
         v = first_value[g]
+        emptied = 0  # row totals the update left at 0, counted in the streamed loops without a branch
         for r in range(first_run[g], last_run[g]):
             c, m = run_cell[r], run_length[r]
             w = row_of[c]
@@ -223,6 +308,7 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
                     change = new[u] - old[u]
                     th[u] = max(th[u] + change, 0.0)  # cancellation can leave -1e-17: clamp
                     rt[u] = max(rt[u] + change, 0.0)
+                    emptied += rt[u] == 0.0
                     old[u] = new[u]
                     new[u] = 0.0
             else:
@@ -231,18 +317,22 @@ def _incremental_replay_pass(prepare, estep, estep_batch, batched, examples, bou
                     change = on[u] * (new[u] - old[u])
                     th[u] = max(th[u] + change, 0.0)
                     rt[u] = max(rt[u] + change, 0.0)
+                    emptied += rt[u] == 0.0
                     old[u] = new[u]
                     new[u] = 0.0
             v += m
+        if emptied:  # rare: a later run of the block may have refilled the row already
+            _refill_emptied_runs(theta, row_total, row_of, run_cell, run_length, first_run[g], last_run[g], row_spans)
     return total
 
 
 def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bounds, blocks, weights, ints, layout,
-                              meta, params, row_of, thawed, buffer, log_z, listed, relisted, fill):
+                              meta, params, row_of, thawed, buffer, log_z, listed, row_spans, relisted, fill):
     """One pass like incremental_replay_pass with the tracked E-step: each block's statistics
     leave `listed` (its old runs, if any) and are appended to `relisted` as new runs holding
-    every entry it writes now or held before. fill = (runs, values) used in `relisted`.
-    Returns (sum of weighted log Z, `relisted`, whose arrays may have grown)."""
+    every entry it writes now or held before (so they cover every row the update can empty).
+    fill = (runs, values) used in `relisted`. Returns (sum of weighted log Z, `relisted`, whose
+    arrays may have grown)."""
     theta, row_total, _, _, _ = params
     counts, mark, touched = buffer
     first_run, last_run, first_value, old_cell, old_length, old_value = listed
@@ -287,6 +377,7 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
             entries += n
         if values + entries > pool_value.shape[0]:
             pool_value = grow(pool_value, values + entries)
+        emptied = 0
         for r in range(first_run[g], runs):
             c, n = run_cell[r], run_length[r]
             w = row_of[c]
@@ -297,11 +388,14 @@ def _incremental_listing_pass(prepare, estep, estep_batch, batched, examples, bo
                 on = 1.0 if thawed.size == 0 else thawed[c + u]
                 th[u] += on * new[u]
                 rt[u] += on * new[u]
+                emptied += rt[u] == 0.0
                 new[u] = 0.0
                 marks[u] = 0
             values += n
         last_run[g] = runs
         fill[0], fill[1] = runs, values
+        if emptied:
+            _refill_emptied_runs(theta, row_total, row_of, run_cell, run_length, first_run[g], runs, row_spans)
     return total, (first_run, last_run, first_value, run_cell, run_length, pool_value)
 
 
@@ -317,8 +411,9 @@ _PASSES = {
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, I64, COUNTS,
         F64, types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
-        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, ROW_SPANS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
-        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, RUNS, I64)),
+        *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, ROW_SPANS, RUNS, I64)),
+    "refill_rows": (_refill_rows, types.void(F64, F64, I64, ROW_SPANS)),
 }
 __getattr__ = compile_on_first_use(globals(), _PASSES)

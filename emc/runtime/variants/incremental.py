@@ -12,6 +12,10 @@ are removed from the rows the data reached, and mu is exactly the sum of the s_i
 With constraints on the posterior (emc/runtime/constraints.py) each block's posterior is projected
 onto them before its statistics replace the old ones (step_by_estep, in numpy on dense counts).
 
+A row whose statistics all become zero (its last mass underflowed, or cancelled when a block's old
+statistics were subtracted) reads as uniform, as batch EM's M-step makes a row with no counts, not
+as 0 / 0: every path that can empty a row refills it (emc/runtime/online.py: EMPTY_ROW_MASS).
+
 The first pass lists which entries each block writes; later passes replay those lists (see
 emc/runtime/online.py). A replay pass that leaves counts behind (a block wrote outside its
 list, possible only after an underflow to zero in the pass that listed it) drops them and makes
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emc.runtime import online
 from emc.runtime.constraints import mean_record
 from emc.runtime.state import FitState, check_log_z
 from emc.runtime.variants.base import Variant
@@ -44,6 +49,7 @@ class Incremental(Variant):
         self.thawed = np.ones(self.problem.layout.size if featured else 0, np.uint8)
         for t in featured:
             self.thawed[t.entries] = 0
+        self.row_spans = online.spans_of_rows(self.problem.layout.tables)  # to refill an emptied row
 
     def start(self, state: FitState) -> None:
         if not self.executor.in_process:
@@ -95,10 +101,11 @@ class Incremental(Variant):
             common = (state.params, part, bounds, blocks, self.weights, self.thawed)
             if listing:
                 done, grown = self.executor.incremental_pass(*common, (counts, mark, touched), log_z, _pool(x),
-                                                             _pool(x, relisted), fill)
+                                                             self.row_spans, _pool(x, relisted), fill)
                 relisted = dict(zip(RUN_ARRAYS, grown[3:]))
             else:
-                done = self.executor.incremental_pass(*common, (counts, mark, touched[:0]), log_z, _pool(x))
+                done = self.executor.incremental_pass(*common, (counts, mark, touched[:0]), log_z, _pool(x),
+                                                      self.row_spans)
             check_log_z(p, part, log_z)
             total += done
             # mid-pass M-steps read the pool, which holds every block's statistics except during a
@@ -137,7 +144,7 @@ class Incremental(Variant):
                 cells = np.flatnonzero(counts)
                 old_cells, old_values = _block_statistics(x, g)
                 _replace_statistics(state.params, layout.row_of, self.thawed, old_cells, old_values, cells,
-                                    counts[cells])
+                                    counts[cells], self.row_spans)
                 kept.append((g, cells, counts[cells]))
                 if sums.size:
                     np.add.at(sums, old_cells, -old_values)
@@ -173,11 +180,13 @@ class Incremental(Variant):
         theta[drop] = np.maximum(data[drop], 0.0)
 
     def _recount_rows(self, state: FitState) -> None:
-        """Row totals from theta afresh, so rounding in the running totals never accumulates."""
+        """Row totals from theta afresh, so rounding in the running totals never accumulates; a
+        row left empty (the pseudo-counts removed from a row whose data cancelled) made uniform."""
         layout = self.problem.layout
         totals = np.bincount(layout.row_of, weights=state.params.theta, minlength=layout.n_rows)
         for t in layout.learned():
             state.params.row_total[t.row_slice] = totals[t.row_slice]
+        online.refill_empty_rows(state.params, np.flatnonzero(self.row_spans[0][:, 2]), self.row_spans)
 
 
 # Featured blocks (emc/runtime/blocks/features.py). The E-step must read their log-linear probabilities p,
@@ -255,9 +264,10 @@ def _run_entries(cells: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def _replace_statistics(params, row_of: np.ndarray, thawed: np.ndarray, old_cells: np.ndarray,
-                        old_values: np.ndarray, cells: np.ndarray, values: np.ndarray) -> None:
+                        old_values: np.ndarray, cells: np.ndarray, values: np.ndarray, row_spans: tuple) -> None:
     """mu <- mu - s_b + s_b' for a block's old and new statistics, theta and the row totals alike;
-    entries with thawed = 0 (featured blocks', see Incremental) keep their value."""
+    entries with thawed = 0 (featured blocks', see Incremental) keep their value; a row left
+    empty is refilled (online.refill_empty_rows, through `row_spans`)."""
     at = np.concatenate([old_cells, cells])
     change = np.concatenate([-old_values, values])
     if thawed.size:
@@ -267,6 +277,7 @@ def _replace_statistics(params, row_of: np.ndarray, thawed: np.ndarray, old_cell
     np.add.at(params.row_total, rows, change)
     params.theta[at] = np.maximum(params.theta[at], 0.0)  # cancellation can leave -1e-17: clamp
     params.row_total[rows] = np.maximum(params.row_total[rows], 0.0)
+    online.refill_empty_rows(params, rows, row_spans)
 
 
 def _runs_of_entries(kept: list[tuple[int, np.ndarray, np.ndarray]], blocks: int) -> dict[str, np.ndarray]:
