@@ -48,10 +48,15 @@ def bitext(data: Path, stems: list[str], out: Path) -> int:
 
 def emc(*args: str) -> str:
     """Run the CLI; its stderr (progress and scores)."""
+    return emc_run(*args).stderr
+
+
+def emc_run(*args: str) -> subprocess.CompletedProcess:
+    """Run the CLI; its finished process (stdout: what it printed, stderr: progress and scores)."""
     done = subprocess.run([sys.executable, "-m", "emc.cli", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"emc {' '.join(args)} failed:\n{done.stderr}")
-    return done.stderr
+    return done
 
 
 def scores(stderr: str) -> tuple[float, float, float]:
