@@ -39,7 +39,8 @@ FIXED_FILES = {"interpolate": {"lm": DATA / "interpolate_lm.txt"}}  # a fixed bl
 # a function, a smoother or prior, an option's argument.
 _FIXED_NAMES = {"observed_item": 1, "latent_decl": 1, "keyword_arg": 0, "word": 0, "attr_step": 0, "call": 0,
                 "smooth_option": 0, "prior_option": 0, "named_option_arg": 0}
-_DECLARATIONS = ("model_decl", "observed_item", "latent_decl", "block_decl", "weight_decl", "param_decl")
+_DECLARATIONS = ("model_decl", "observed_item", "latent_decl", "block_decl", "weight_decl", "param_decl", "constraint_decl",
+                 "example_constraint_decl", "symmetric_constraint_decl", "sparsity_constraint_decl")
 # A structure written as rules names its own things (roles, items, parts, variables, attributes),
 # which blocks reach as attribute steps: they stay as written, as a built-in's attribute names do.
 _RULE_TREES = {"structure_decl", "keyword_param", "observed_param", "item_decl", "index_decl", "ix_range",
@@ -90,9 +91,10 @@ def _code_identifiers() -> set[str]:
     return names
 
 
-# The .em language's own keywords, which its grammar refuses as names.
+# The .em language's own keywords, which its grammar refuses as names; `max` only right after `E[`
+# (posterior sparsity's `E[max z per x]`), where a latent variable of that name would be read.
 EM_KEYWORDS = {"model", "observed", "latent", "multinomial", "weight", "param", "from", "smooth", "prior", "fixed",
-               "shares", "features", "l2", "P"}
+               "shares", "features", "l2", "P", "max"}
 LONG_NAME = ("x_" * 100)[:200]
 # Other scripts: Cyrillic, CJK, Greek, Arabic, Hebrew, Devanagari (spacing and non-spacing marks),
 # a combining tilde with no precomposed letter, an e with a combining acute (NFKC: é), a ligature
