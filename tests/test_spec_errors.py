@@ -51,6 +51,8 @@ CASES = [
     ("infinite argument", HEAD + "latent z : chain(x, states=1e999)\nmultinomial e : P(x | z)\n", 3, 28, "inf is not a finite number", None),
     ("infinite weight", "model s\nobserved x : symbols\nlatent s : segmentation(x)\nmultinomial w : P(s.word)\nweight exp(-1e999 * s.length)\n", 5, 12, "-inf is not a finite number", None),
     ("unknown param", CHAIN + "multinomial emit : P(x | z) smooth add(a)\n", 4, 40, "'a' is not a number or a param", None),
+    ("max read by a constraint", "model m\nobserved x : tokens\nlatent max : deptree(x)\nmultinomial a : P(max.dependent | max.head)\n"
+     "constraint c : E[max.head, max.dependent in \"r.txt\"] >= 0.5\n", 5, 21, "unexpected '.'", "'max' is a keyword after 'E['"),
 ]
 
 
