@@ -421,8 +421,8 @@ def _report_syntax_error(sink: DiagnosticSink, err: UnexpectedInput, text: str) 
     assert isinstance(err, UnexpectedToken)
     tok = err.token
     hint = _expected_hint(err.expected)
-    history = getattr(err, "token_history", None) or []
-    if tok.type == "DOT" and history and history[-1].type == "MAX":
+    history = getattr(err, "token_history", None) or [None]  # [None] at the spec's first token
+    if tok.type == "DOT" and getattr(history[-1], "type", None) == "MAX":
         # right after `E[`, `max` opens posterior sparsity's `E[max z per x]`: it cannot be a variable there
         hint = "'max' is a keyword after 'E[' (posterior sparsity: E[max z per x]): give the latent variable another name"
     if tok.type == "$END":
