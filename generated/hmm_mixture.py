@@ -16,7 +16,7 @@ from numba import njit
 from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows
+from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows, transposed, weight_block
 
 STRUCTURE = "rules"
 PART_WIDTH = 5  # a decoded part: its number, then its variables
@@ -762,7 +762,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 # lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
 LANES = 32
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
-SAVED = 3  # chart-sized parts of the inside's results the outside reads again, one a part
+SAVED = 0  # chart-sized parts of the inside's results the outside reads again, one a contraction
 
 
 @njit(cache=True, fastmath=FAST)

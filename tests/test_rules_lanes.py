@@ -17,6 +17,7 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.kernels import batch_estep, estep_batch_for
 from emc.spec.check import check
 from emc.spec.parse import parse_file
+from emc.structures.rules.contract import contract_rows, scatter_rows, transposed, weight_block
 from emc.structures.semiring import SUM
 from helpers import problem_from_lines, random_params
 from random_programs import random_program
@@ -61,7 +62,7 @@ def test_lanes_equal_one_example_at_a_time(tmp_path, monkeypatch, name, override
     module = problem.model.module
     assert hasattr(module, "estep_batch")
     source = Path(module.__file__).read_text(encoding="utf-8")
-    assert source.count("contract_rows(derived") == contractions  # the outside reads the inside's products again
+    assert source.count(" = contract_rows(") == contractions  # the outside reads the inside's products again
     impossible_word = problem.corpus.fields["x"].vocab.lookup("z") if "segment" not in name else None
     check_lanes(problem, rng, monkeypatch, impossible_word)
 
@@ -113,3 +114,24 @@ def check_lanes(problem, rng, monkeypatch, impossible_word) -> None:
 def test_programs_reading_tokens_innermost_keep_one_example_at_a_time(name):
     source = render(check(parse_file(ROOT / "specs" / name)))
     assert "def estep_example(" in source and "def estep_batch(" not in source
+
+
+@pytest.mark.parametrize("klo, khi, jlo, jhi", [(0, 3, 0, 4), (1, 2, 2, 4), (2, 1, 0, 4), (0, 3, 3, 2)])
+def test_matrix_products_equal_their_sums(klo, khi, jlo, jhi):
+    """contract.py's products against the sums they replace, on a sub-block of the table and on
+    empty ranges (which a block taken once per pass may have)."""
+    rng = np.random.default_rng(klo * 7 + jhi)
+    stride, ln, base, start = 5, 3, 2, 4
+    weights = rng.random(start + 4 * stride + 1)
+    chart, heads = rng.random((base + 6) * ln), rng.random(max(0, khi - klo + 1) * ln)
+    ks, js = range(klo, khi + 1), range(jlo, jhi + 1)
+    w = np.array([[weights[start + k * stride + j] for j in js] for k in ks]).reshape(len(ks), len(js))
+    block = weight_block(weights, start, stride, klo, khi, jlo, jhi)
+    assert np.array_equal(block, w) and np.array_equal(transposed(block), w.T)
+    body = chart[base * ln:(base + len(js)) * ln].reshape(len(js), ln)
+    assert np.allclose(contract_rows(block, chart, ln, base), (w @ body).ravel())
+    out = chart.copy()
+    scatter_rows(transposed(block), out, ln, base, heads)
+    expected = chart.copy()
+    expected[base * ln:(base + len(js)) * ln] += (w.T @ heads.reshape(len(ks), ln)).ravel()
+    assert np.allclose(out, expected)

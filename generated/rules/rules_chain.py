@@ -15,7 +15,7 @@ from numba import njit
 from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows
+from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows, transposed, weight_block
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -616,7 +616,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 # lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
 LANES = 32
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
-SAVED = 2  # chart-sized parts of the inside's results the outside reads again, one a part
+SAVED = 1  # chart-sized parts of the inside's results the outside reads again, one a contraction
 
 
 @njit(cache=True, fastmath=FAST)
@@ -646,6 +646,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rd0 = int(derived[0])
 
     rt1 = table_reader(params, meta, T_1)
+    rwb0 = weight_block(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0)
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rf = np.empty(ln, np.float64)
@@ -699,7 +700,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
-                    rgm0 = contract_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
+                    rgm0 = contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
@@ -797,6 +798,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt1 = table_reader(params, meta, T_1)
+    rwt0 = transposed(weight_block(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0))
     rl_rf = np.empty(ln, np.float64)
     rl_rk0 = np.empty(ln, np.float64)
     rl_roh = np.empty(ln, np.float64)
@@ -847,7 +849,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
-                    scatter_rows(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
+                    scatter_rows(rwt0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
                     count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
     if counting:
         for rsq in range(rsc0.shape[0]):

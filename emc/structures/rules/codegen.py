@@ -18,7 +18,7 @@ from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, order
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
 from emc.structures.rules import label_bounds, posterior_kind
 from emc.structures.rules.spans import span_attributes
-from emc.structures.rules.contraction import contract_inside, contract_outside, contraction_of
+from emc.structures.rules.contraction import Contractions, contract_inside, contract_outside, contraction_of
 from emc.structures.rules.lanes import BATCH_MIN, LANES, NotLaneable, check_reads, dtype, lanes_inside, lanes_outside
 from emc.structures.rules.stages import two_stage_inside, two_stage_outside
 
@@ -94,7 +94,7 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     lanes = _lanes(names, reads, tokens)
     return {
         "rule_lanes": lanes is not None and LANES,
-        "rule_lanes_saved": len(program.parts),
+        "rule_lanes_saved": lanes[2] if lanes else 0,
         "rule_batch_min": BATCH_MIN,
         "rule_lanes_inside": readers + lanes[0] if lanes else [],
         "rule_lanes_outside": readers + lanes[1] if lanes else [],
@@ -185,19 +185,19 @@ def _rules_by_head(program: Program, kinds: tuple[str, ...]) -> list[Rule]:
 
 
 def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
-    reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=False)
+    reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=None)
     return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(reference),
             "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(values), *_pad(top),
             "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref + np.log(top)", "    else:",
             "        ls[lev] = -np.inf"]
 
 
-def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tuple[list[str], ...]:
+def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions | None) -> tuple[list[str], ...]:
     """A level's inside pass in four pieces: its reference scale `ref` (the largest body scale of
     any firing), its items' values, their largest (`top`) and the division by it. For lanes
     (emc/structures/rules/lanes.py), no test skips a zero (the lanes share their loops), no
     rule takes two stages and a contraction's sum is a matrix product (contraction.py)."""
-    program = names.program
+    program, batched = names.program, lanes is not None
     reference, values = [], []
     for rule in _rules_by_head(program, ("axiom", "part")):
         bound, steps = _level_binding(names, rule)
@@ -214,14 +214,14 @@ def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tupl
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
         nest.steps = steps + nest.steps
         contraction = None
-        if lanes:
+        if batched:
             check_reads(nest, {read.local for read in _tokens(tokens, rule)})
-            contraction = contraction_of(names, rule, nest, _reads(reads, rule), rule.index)
+            contraction = contraction_of(names, rule, nest, _reads(reads, rule), rule.index, lanes, inside=True)
         if contraction is not None:
             contract_inside(nest, contraction)
         target = f"chart[{nest.head_cell}]"
-        staged = None if lanes else two_stage_inside(nest, target, 0)
-        values += staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not lanes)
+        staged = None if batched else two_stage_inside(nest, target, 0)
+        values += staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not batched)
     top = ["top = 0.0", *_level_cells(names, "top = max(top, chart[cell])", 0)]
     return reference, values, top, _level_cells(names, "chart[cell] /= top", 0)
 
@@ -230,20 +230,24 @@ def _pad(lines: list[str], pad: int = 4) -> list[str]:
     return [" " * pad + line for line in lines]
 
 
-def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str]] | None:
+def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str], int] | None:
     """The batched E-step's inside and outside passes over lanes (emc/structures/rules/lanes.py)
     (each allocating the arrays over the lanes it uses), for a program whose levels are positions (a chain, a
     segmentation: its loops are short; a chart over spans already runs at its built-in twin's
-    speed one example at a time); None for others, or when the lanes cannot share a pass."""
+    speed one example at a time), with the number of chart-sized parts `rsaved` holds (one a
+    contraction); None for others, or when the lanes cannot share a pass."""
     if names.program.kind != "last":
         return None
+    contractions = Contractions()
     try:
         products = ["rsaved"] + [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
-        inside, inside_arrays = lanes_inside(*_inside_pieces(names, reads, tokens, lanes=True), _goal(names), products)
-        outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, lanes=True), products)
+        inside, inside_arrays = lanes_inside(*_inside_pieces(names, reads, tokens, contractions), _goal(names), products)
+        outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, contractions), products)
     except NotLaneable:
         return None
-    return ([*_lane_arrays(inside_arrays), *inside], [*_lane_arrays(outside_arrays), *outside])
+    return ([*contractions.setup(True), *_lane_arrays(inside_arrays), *inside],
+            [*contractions.setup(False), *_lane_arrays(outside_arrays), *outside],
+            len(contractions.found))
 
 
 def _lane_arrays(names: list[str]) -> list[str]:
@@ -316,19 +320,19 @@ def _goal(names: Names) -> list[str]:
 
 
 def _outside(names: Names, reads: dict, tokens: dict) -> list[str]:
-    start, levels, close = _outside_pieces(names, reads, tokens, lanes=False)
+    start, levels, close = _outside_pieces(names, reads, tokens, lanes=None)
     return [*start, "for lev in range(n + 2, -1, -1):", "    if ls[lev] == -np.inf:", "        continue", *_pad(levels),
             *close]
 
 
-def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tuple[list[str], ...]:
+def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions | None) -> tuple[list[str], ...]:
     """The outside pass in three pieces: the goal's outside, a level's part marginals (into the
     counts and the posteriors) and the small tables' counts. For lanes (emc/structures/rules/
     lanes.py): no posteriors, no test skips a zero, no rule takes two stages, and the example's
     weight multiplies the goal's outside (so every count holds it) instead of each count."""
-    program = names.program
-    weight = "" if lanes else " * weight"
-    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0"] if not lanes else []
+    program, batched = names.program, lanes is not None
+    weight = "" if batched else " * weight"
+    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0"] if not batched else []
     lines += ["counting = dense.shape[0] > 0"]
     local_counts = _local_count_tables(names, reads)
     lines += [f"rsc{q} = np.zeros(rr{q} * meta[{names.tables[q]} + TABLE_OUTCOMES])" for q in local_counts]
@@ -336,18 +340,18 @@ def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tup
         nest = build_nest(names, rule, [], [], {}, "0.0")
         nest.steps = [s for s in nest.steps if not s.text.startswith(("rf", "ru"))]
         goal = f"np.exp(ls[{level_code(names, rule.head, rule)}] - log_z)"
-        lines += render_nest(nest, [f"out[{nest.head_cell}] = {'weight * ' if lanes else ''}{goal}"], 0)
+        lines += render_nest(nest, [f"out[{nest.head_cell}] = {'weight * ' if batched else ''}{goal}"], 0)
     start, lines = lines, []
     for rule in reversed(_rules_by_head(program, ("part",))):
         rule_reads = _reads(reads, rule)
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, rule_reads, _tokens(tokens, rule), bound, "ls[lev]")
         nest.steps = steps + nest.steps + [Step(f"roh = out[{nest.head_cell}]", needs_of(nest.head_cell), "let")]
-        if not lanes and (not nest.loops or nest.loops[-1][0] not in needs_of(nest.head_cell)):
+        if not batched and (not nest.loops or nest.loops[-1][0] not in needs_of(nest.head_cell)):
             # a zero outside skips the loops below it; inside the innermost loop the test would
             # only keep LLVM from vectorising it
             nest.steps.append(Step("roh != 0.0", needs_of(nest.head_cell) | {"roh"}, "if"))
-        contraction = contraction_of(names, rule, nest, rule_reads, rule.index) if lanes else None
+        contraction = contraction_of(names, rule, nest, rule_reads, rule.index, lanes, inside=False) if batched else None
         # a factor's count sums the marginals of the firings that share its entry, in a local,
         # over the loops deeper than the factor's read (an emission's over the previous states)
         learned = [(q, read) for q, read in enumerate(rule_reads)
@@ -366,10 +370,10 @@ def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tup
 
         # what the part labels (a token's or a span's label, a dependent's head) sums its
         # marginals the same way, into the posteriors `post` (posterior_example's; empty otherwise)
-        posting = None if lanes else _posterior_lines(names, rule)
+        posting = None if batched else _posterior_lines(names, rule)
         counts = [(f"rw{q}" if read.table in names.small else "", lambda value, read=read: _outside_count(names, read, value))
                   for q, read in learned]
-        staged = two_stage_outside(nest, counts, 0) if posting is None and not lanes else None
+        staged = two_stage_outside(nest, counts, 0) if posting is None and not batched else None
         if staged is not None:
             lines += staged
             continue
@@ -399,7 +403,7 @@ def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: bool) -> tup
                     lines.append(f"out[{cell}] += {ordered_product(nest, terms[f'rb{q}'])}")
             return lines
 
-        lines += render_nest(nest, inner, 0, sums=sums, skip_zero=not lanes)
+        lines += render_nest(nest, inner, 0, sums=sums, skip_zero=not batched)
     levels, close = lines, []
     for q in local_counts:
         close += ["if counting:", f"    for rsq in range(rsc{q}.shape[0]):", f"        if rsc{q}[rsq] != 0.0:"]

@@ -9,11 +9,12 @@ per level (emc/structures/rules/contract.py):
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
            outside += W^T D and the table's local counts += D C^T, once per level; the other
            factors' counts take G (the inside leaves it in `rsaved`) as the sum over j.
+W and W^T are taken once per pass (rwb<r>, rwt<r>) when the bounds do not change with the level.
 Nothing changes in a program's meaning: the rewritten nests compute the same sums in another order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emc.structures.rules.emit import Names, Nest, Step, Sum, cell_offset, needs_of
 from emc.structures.rules.program import Rule
@@ -30,6 +31,18 @@ class Contraction:
     bounds: tuple[str, str, str, str]  # klo, khi, jlo, jhi
     base: str  # the body's cell at j = jlo
     head_cell: str  # the head's cell (of state k)
+    slot: int  # its part of `rsaved`, one chart's size a contraction
+    hoisted: bool  # W is the same at every level (its bounds read no loop variable): rwb<r>, rwt<r>
+
+    def _block(self) -> str:
+        return f"weight_block(derived, rd{self.table}, rr{self.table}, {', '.join(self.bounds)})"
+
+    def setup(self, inside: bool) -> list[str]:
+        """The line taking W (the inside's) or W^T (the outside's) once, at the top of a pass,
+        when hoisted."""
+        if not self.hoisted:
+            return []
+        return [f"rwb{self.number} = {self._block()}" if inside else f"rwt{self.number} = transposed({self._block()})"]
 
     @property
     def arrays(self) -> list[str]:
@@ -40,19 +53,25 @@ class Contraction:
         """function(arrays, the bounds, chart, ln, the body's cell at jlo, ...) as code."""
         return f"{function}({arrays}, {', '.join(self.bounds)}, {chart}, ln, {self.base}"
 
+    def block_call(self, function: str, transpose: bool, chart: str) -> str:
+        """function(W or W^T, chart, ln, the body's cell at jlo, ...) as code."""
+        block = f"rw{'t' if transpose else 'b'}{self.number}" if self.hoisted else (
+            f"transposed({self._block()})" if transpose else self._block())
+        return f"{function}({block}, {chart}, ln, {self.base}"
+
     @property
     def needs(self) -> set[str]:
         return needs_of(" ".join([*self.bounds, self.base]))
 
     def product_step(self) -> Step:
-        code = f"rgm{self.number} = " + self.call("contract_rows", f"derived, rd{self.table}, rr{self.table}", "chart") + ")"
+        code = f"rgm{self.number} = " + self.block_call("contract_rows", False, "chart") + ")"
         return Step(code, self.needs, "let")
 
     @property
     def saved(self) -> str:
         """Where the inside leaves G's entry for the outside: the rule's own chart-sized part of
         `rsaved`, at the head's cell (lanes.py lays it out by lane, as the chart)."""
-        return f"rsaved[np.uint64({self.number} * cells + {self.head_cell})]"
+        return f"rsaved[np.uint64({self.slot} * cells + {self.head_cell})]"
 
     def row_step(self) -> Step:
         klo = self.bounds[0]
@@ -60,8 +79,28 @@ class Contraction:
                     {self.head} | needs_of(klo), "let")
 
 
-def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: int) -> Contraction | None:
-    """The rule as a contraction, or None when it is not one."""
+@dataclass
+class Contractions:
+    """A program's contractions over lanes, by rule number, as the inside found them: the
+    outside's are the same rules, and read what the inside saved in their slots."""
+
+    found: dict[int, Contraction] = field(default_factory=dict)
+
+    def slot(self, number: int, inside: bool) -> int | None:
+        """The rule's slot in `rsaved`: a new one on the inside, the inside's on the outside
+        (None: the inside did not contract it)."""
+        if inside and number not in self.found:
+            return len(self.found)
+        return self.found[number].slot if number in self.found else None
+
+    def setup(self, inside: bool) -> list[str]:
+        return [line for c in self.found.values() for line in c.setup(inside)]
+
+
+def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: int,
+                   contractions: Contractions, inside: bool) -> Contraction | None:
+    """The rule as a contraction (recorded in `contractions` on the inside), or None when it is
+    not one."""
     if len(rule.body) != 1 or len(nest.loops) < 2:
         return None
     (summed, jlo, jhi), (head, klo, khi) = nest.loops[-1], nest.loops[-2]
@@ -80,9 +119,19 @@ def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: in
     read = reads[weights[0]]
     if read.table not in names.small or read.row.strip() != summed or read.outcome.strip() != head:
         return None
+    slot = contractions.slot(number, inside)
+    if slot is None:
+        return None
     values = [names.lin(a, rule) for a in body.args[:-1]] + [f"({jlo})"]
-    return Contraction(number, head, summed, weights[0], names.tables.index(read.table), read.learned,
-                       (klo, khi, jlo, jhi), cell_offset(names, body, rule, values), cell_offset(names, rule.head, rule))
+    bounds = (klo, khi, jlo, jhi)
+    # the outside takes the blocks the inside's setup made, when its bounds read the same
+    hoisted = not needs_of(" ".join(bounds)) and (inside or contractions.found[number].bounds == bounds)
+    contraction = Contraction(number, head, summed, weights[0], names.tables.index(read.table), read.learned,
+                              bounds, cell_offset(names, body, rule, values), cell_offset(names, rule.head, rule),
+                              slot, hoisted)
+    if inside:
+        contractions.found[number] = contraction
+    return contraction
 
 
 def _drop_summed(nest: Nest, c: Contraction) -> None:
@@ -116,7 +165,7 @@ def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[
         nest.steps.append(Step(f"rk{c.number} = {c.saved}", {c.head} | needs_of(c.head_cell), "let"))
         nest.product = [f"rk{c.number}"] + nest.product
     store = [f"rcm{c.number}[np.uint64({c.head} - ({klo}))] = {' * '.join(heads)}"]
-    after = [c.call("scatter_rows", f"derived, rd{c.table}, rr{c.table}", "out") + f", rcm{c.number})"]
+    after = [c.block_call("scatter_rows", True, "out") + f", rcm{c.number})"]
     if c.learned:
         after.append(c.call("count_rows", f"rsc{c.table}, rr{c.table}", "chart") + f", rcm{c.number})")
     return store, Sum("", c.needs | {f"rcm{c.number}"}, after)
