@@ -64,6 +64,22 @@ def test_batched_estep_equals_per_sentence(tmp_path, stop, seed, dictionary):
         np.testing.assert_allclose(result.counts, counts, rtol=1e-10, atol=1e-12)
 
 
+def test_wide_batches_equal_per_sentence(tmp_path):
+    """From WIDE states on, estep_batch takes WIDE_BATCH sentences a product: 300 sentences cross
+    one such boundary."""
+    rng = np.random.default_rng(2)
+    lines = [" ".join(rng.choice(WORDS, size=rng.integers(1, 6))) for _ in range(300)]
+    module_states = 256
+    problem = problem_from_lines(tmp_path, SPEC, lines, {}, overrides={"states": module_states})
+    assert module_states >= problem.model.module.WIDE and len(lines) > problem.model.module.WIDE_BATCH
+    params = random_params(problem, rng)
+    weights = rng.uniform(0.5, 2.0, problem.n_examples)
+    result = LocalExecutor(problem, threads=1).estep(params, np.arange(problem.n_examples), SUM, weights)
+    counts, log_z = per_sentence(problem, params, SUM, weights)
+    np.testing.assert_allclose(result.log_z, log_z, rtol=1e-12)
+    np.testing.assert_allclose(result.counts, counts, rtol=1e-10, atol=1e-12)
+
+
 def test_incremental_blocks_mix_batched_and_constrained_sentences(tmp_path):
     """Incremental EM in blocks runs each block's E-step through estep_batch, which hands the
     tag-dictionary sentences back for estep_example (emc/runtime/online.py): the kept statistics
