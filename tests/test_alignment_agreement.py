@@ -142,8 +142,6 @@ def test_the_joint_fit_runs_in_the_shared_loop_with_both_models_map_objective(tm
 
 @pytest.mark.parametrize("extra, message", [
     (["--restarts", "2"], "--agree does not support --restarts 2"),
-    (["--workers", "2"], "--agree does not support --workers/--scheduler"),
-    (["--scheduler", "tcp://127.0.0.1:1"], "--agree does not support --workers/--scheduler"),
     (["--algorithm", "stepwise"], "--agree does not support --algorithm stepwise"),
 ])
 def test_the_joint_fit_rejects_what_it_cannot_honour(tmp_path, capsys, extra, message):

@@ -11,6 +11,13 @@ sparsity (emc/runtime/example_constraints.py, sparsity.py) each shard's task als
 examples' duals, cut from the whole corpus's `derived` vector, and returns them solved with the
 posteriors the projection reads, so the projection proceeds as on this machine.
 
+The joint fits of an alignment's two directions (agreement, the symmetry constraint:
+emc/runtime/modes/agreement.py, symmetric.py) open one executor per direction on one cluster
+(`open_executor` with a list of problems): both cut the pairs at the same bounds and send shard s
+of each to the same worker, so a pair's two E-steps (and its link posteriors, `posterior`) run
+where its two shards live; with the symmetry constraint each shard's task carries its pairs' link
+shifts (ExampleProjection.shard_derived).
+
 Faults: a task that fails is retried by Dask; a worker that dies takes its shard with it, so the
 client (which keeps every shard) scatters the lost shards to the surviving workers and runs the
 E-step again. A fit therefore never loses an iteration to a dead worker.
@@ -47,6 +54,7 @@ class Shard:
     meta: np.ndarray
     lengths: np.ndarray
     decoded_lengths: np.ndarray
+    posterior_lengths: np.ndarray
 
 
 def _derived(module, shard: Shard, params: tuple, derived: np.ndarray | None) -> np.ndarray:
@@ -82,6 +90,25 @@ def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np
     return out, offsets, scores
 
 
+def _shard_posterior(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray,
+                     derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The examples' posterior part marginals end to end, their offsets, log Z and the derived vector."""
+    from emc.runtime.kernels import batch_posterior
+
+    module = load_source(name, source)
+    offsets = np.concatenate([[0], np.cumsum(shard.posterior_lengths[local])]).astype(np.int64)
+    out = np.zeros(offsets[-1])
+    log_z = np.empty(len(local))
+    derived = _derived(module, shard, params, derived)
+    batch_posterior(module.posterior_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, params,
+                    derived, out, log_z)
+    return out, offsets, log_z, derived
+
+
+def _posteriors_of(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return result[:3]
+
+
 def _counts_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return result[0]
 
@@ -90,8 +117,9 @@ def _log_z_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return result[1]
 
 
-def _derived_of(result: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    return result[2]
+def _derived_of(result: tuple) -> np.ndarray:
+    """An E-step's or posterior task's derived vector (its last result)."""
+    return result[-1]
 
 
 class DaskExecutor:
@@ -99,7 +127,9 @@ class DaskExecutor:
 
     in_process = False
 
-    def __init__(self, problem: Problem, client, shards: int | None = None):
+    def __init__(self, problem: Problem, client, shards: int | None = None, bounds: np.ndarray | None = None):
+        """`bounds`: where the shards begin and end (another executor's over the same examples, so that
+        each example's shards share a worker); else `shards` (default: one a worker) balanced by length."""
         self.problem = problem
         self.client = client
         self.threads = 1
@@ -107,8 +137,9 @@ class DaskExecutor:
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise EmcError("the Dask cluster has no workers")
-        count = shards or len(workers)
-        self.bounds = chunk_bounds(problem.corpus.lengths(), count)
+        if bounds is not None and bounds[-1] != problem.n_examples:
+            raise EmcError("internal error: shard bounds of another number of examples")
+        self.bounds = bounds if bounds is not None else chunk_bounds(problem.corpus.lengths(), shards or len(workers))
         self.shard_of = np.repeat(np.arange(len(self.bounds) - 1), np.diff(self.bounds))
         self.shards = [self._pack(lo, hi) for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
         self.data = [None] * len(self.shards)
@@ -129,7 +160,9 @@ class DaskExecutor:
         if part.layout.size != layout.size or not np.array_equal(part.meta, p.meta):
             raise EmcError("internal error: a shard packed differently from the whole corpus")
         decoded = p.model.data.decoded_length(part.corpus, p.model.checked)
-        return Shard(part.ints, part.array_bounds, part.meta, part.corpus.lengths(), np.asarray(decoded, np.int64))
+        marginals = p.model.data.posterior_length(part.corpus, p.model.checked, p.args)
+        return Shard(part.ints, part.array_bounds, part.meta, part.corpus.lengths(), np.asarray(decoded, np.int64),
+                     np.asarray(marginals, np.int64))
 
     def _scatter(self, s: int, workers=None) -> None:
         self.data[s] = self.client.scatter(self.shards[s], workers=workers, broadcast=False, hash=False)
@@ -172,16 +205,19 @@ class DaskExecutor:
         self.estep(params, np.array(shortest, np.int64), SUM, np.ones(len(shortest)))
         return time.perf_counter() - t0
 
-    def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
-        weights = np.asarray(weights, np.float64)
+    def _retried(self, what: str, run: Callable, *args):
+        """run(*args), again after re-sending lost shards when it fails (at most ATTEMPTS times)."""
         for attempt in range(ATTEMPTS):
             try:
-                return self._estep(params, examples, semiring, weights)
+                return run(*args)
             except Exception as err:  # a dead worker surfaces as one of several Dask exceptions
                 if attempt == ATTEMPTS - 1:
-                    raise EmcError(f"the E-step failed on the Dask cluster {ATTEMPTS} times: {err}") from err
+                    raise EmcError(f"{what} failed on the Dask cluster {ATTEMPTS} times: {err}") from err
                 self._recover()
         raise AssertionError("unreachable")
+
+    def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
+        return self._retried("the E-step", self._estep, params, examples, semiring, np.asarray(weights, np.float64))
 
     def _estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
@@ -220,15 +256,36 @@ class DaskExecutor:
             self.bytes_moved += 2 * part.nbytes  # sent and returned
         self.example_projection.collect(whole, examples, weights)
 
+    def posterior(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Posterior part marginals of each example (as LocalExecutor.posterior), computed where its
+        shard lives and gathered here; a per-example projection's duals go and come back as in `estep`."""
+        return self._retried("the posteriors", self._posterior, params, examples)
+
+    def _posterior(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
+        whole = None if self.example_projection is None else self.prepare(params)
+        parts, positions, shards = [], [], []
+        for s, where, local in self._split(examples):
+            parts.append(self.client.submit(_shard_posterior, self.data[s], self.name, self.source, abi, local,
+                                            self._shard_derived(whole, s), retries=2, pure=False))
+            positions.append(where)
+            shards.append(s)
+        if self.before_gather:
+            self.before_gather(self)
+        marginals: list[np.ndarray] = [None] * len(examples)
+        log_z = np.empty(len(examples))
+        for where, (out, offsets, part_log_z) in zip(positions, self.client.gather(
+                [self.client.submit(_posteriors_of, p, pure=False) for p in parts])):
+            for q, position in enumerate(where):
+                marginals[position] = out[offsets[q]:offsets[q + 1]]
+            log_z[where] = part_log_z
+            self.bytes_moved += out.nbytes
+        if whole is not None:  # agreement's E-step reads posteriors (LocalExecutor.posterior collects too)
+            self._collect(whole, parts, shards, np.asarray(examples, np.int64), np.ones(len(examples)))
+        return marginals, log_z
+
     def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        for attempt in range(ATTEMPTS):
-            try:
-                return self._decode(params, examples)
-            except Exception as err:
-                if attempt == ATTEMPTS - 1:
-                    raise EmcError(f"decoding failed on the Dask cluster {ATTEMPTS} times: {err}") from err
-                self._recover()
-        raise AssertionError("unreachable")
+        return self._retried("decoding", self._decode, params, examples)
 
     def _decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
@@ -246,20 +303,29 @@ class DaskExecutor:
 
 
 @contextmanager
-def open_executor(job: Job, problem: Problem, settings: FitSettings,
-                  say: Callable[[str], None]) -> Iterator[DaskExecutor | LocalExecutor]:
+def open_executor(job: Job, problem: Problem | list[Problem], settings: FitSettings,
+                  say: Callable[[str], None]) -> Iterator[DaskExecutor | LocalExecutor | list[DaskExecutor]]:
     """The executor of an `emc fit` (emc/cli.py hands this to emc.runtime.job): a Dask cluster's
     when the job asks for one (--workers / --scheduler), disconnected when the fit ends, however it
-    ends; else this machine's."""
+    ends; else this machine's. Given a list of problems over the same examples (a joint fit's two
+    alignment directions), a list of executors on one cluster, cut at the same bounds, whose shard s
+    all live on one worker."""
     if not job.workers and not job.scheduler:
         with local_executor(job, problem, settings, say) as executor:
             yield executor
         return
     client = connect(job.workers, job.scheduler)
     try:
-        executor = DaskExecutor(problem, client)
-        say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
-        yield executor
+        if isinstance(problem, list):
+            executors = [DaskExecutor(problem[0], client)]
+            executors += [DaskExecutor(p, client, bounds=executors[0].bounds) for p in problem[1:]]
+            say(f"emc: E-step on Dask: {len(executors[0].shards)} shards of each of {len(executors)} models "
+                f"on {client.scheduler.address}")
+            yield executors
+        else:
+            executor = DaskExecutor(problem, client)
+            say(f"emc: E-step on Dask: {len(executor.shards)} shards on {client.scheduler.address}")
+            yield executor
     finally:
         disconnect(client)
 

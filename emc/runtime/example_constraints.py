@@ -9,7 +9,8 @@ the part scores shifted by exp(-lambda_i). This module owns the duals between E-
 E-step receives them after prepare's numbers in `derived` (the warm start) and leaves its
 solution there, so the next E-step starts from it; a fit keeps them in its state (a checkpoint
 holds them, and `emc fit --resume` continues exactly). On a Dask cluster each shard's E-step
-receives its examples' part of that vector and sends it back solved (shard_derived, shard_collect).
+receives its examples' part of that vector and sends it back solved (shard_derived, shard_collect);
+with a symmetry constraint, its pairs' link shifts.
 It also gathers what the projections did for the fit's log. The E-step's log Z becomes the dual
 objective f(lambda) = log p(x) - KL(q || p), the objective PR-EM never lowers.
 """
@@ -79,14 +80,17 @@ class ExampleProjection:
             "esteps": float(stats[:, 2].mean()) if len(stats) else 0.0}]}
 
     # a Dask worker's shard (emc/dist/executor.py): its examples packed on their own, numbered from 0
-    # (a symmetric constraint's link shifts never reach one: its fit runs on this machine only)
     def _head_at(self, whole: np.ndarray) -> int:
         """Where the projection's head starts in the whole corpus's derived vector."""
         return len(whole) - STATS * self.n_examples - len(self.duals) - HEAD
 
     def shard_derived(self, whole: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """The derived vector of examples lo:hi cut from the whole corpus's: prepare's numbers, the
-        head (its statistics start after the shard's duals), their duals and their statistics."""
+        head (its statistics start after the shard's duals), their duals and their statistics; with
+        the symmetry's link shifts instead (the symmetric fit solves bijectivity's duals itself), those
+        of pairs lo:hi."""
+        if not self.inside:
+            return self._shard_shifts(whole, lo, hi)
         at = self._head_at(whole) + HEAD
         duals = whole[at + self.offsets[lo]:at + self.offsets[hi]]
         head = whole[at - HEAD:at].copy()
@@ -94,9 +98,20 @@ class ExampleProjection:
         stats_at = at + len(self.duals)
         return np.concatenate([whole[:at - HEAD], head, duals, whole[stats_at + STATS * lo:stats_at + STATS * hi]])
 
+    def _shard_shifts(self, whole: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """prepare's numbers, then [pairs, offsets, shifts] of pairs lo:hi, offsets from the first's."""
+        if self.link_shifts is None:  # derived() wrote no pairs: the glue shifts nothing
+            return whole
+        offsets, shifts = self.link_shifts
+        prepared = len(whole) - 1 - len(offsets) - len(shifts)
+        own = offsets[lo:hi + 1]
+        return np.concatenate([whole[:prepared], [hi - lo], own - own[0], shifts[own[0]:own[-1]]])
+
     def shard_collect(self, whole: np.ndarray, part: np.ndarray, lo: int, hi: int) -> None:
         """A shard's solved duals and statistics back into the whole corpus's derived vector, which
-        `collect` then reads as it reads a local E-step's."""
+        `collect` then reads as it reads a local E-step's (nothing to bring back of link shifts)."""
+        if not self.inside:
+            return
         at = self._head_at(whole) + HEAD
         n = int(self.offsets[hi] - self.offsets[lo])
         whole[at + self.offsets[lo]:at + self.offsets[hi]] = part[at:at + n]

@@ -242,9 +242,10 @@ class Runner:
                  f"labeled ones" if scored else
                  "emc: no metrics: every example is labeled, so there is nothing to score (decode held-out data)")
 
-    def executor(self, problem: Problem) -> LocalExecutor:
-        """This machine's executor, its model compiled (or loaded from numba's cache)."""
-        executor = LocalExecutor(problem, self.settings.threads or None)
+    def executor(self, problem: Problem, opened=None) -> LocalExecutor:
+        """This machine's executor (or `opened`, one the caller opened: a Dask cluster's), its model
+        compiled (or loaded from numba's cache)."""
+        executor = opened or LocalExecutor(problem, self.settings.threads or None)
         self._warm_up(executor, problem)
         return executor
 

@@ -11,12 +11,19 @@ log prior), which agreement training does not promise to increase. The fit runs 
 loop (emc.runtime.fit.run_steps: records, convergence, evaluation, checkpoints) with `Agreement`
 as its variant.
 
+With --workers / --scheduler the two directions' E-steps and posteriors run on a Dask cluster
+(emc/dist/executor.py): one executor a direction, both cutting the pairs at the same bounds, so a
+pair's two shards live on one worker; the link posteriors come back here, where their products
+become the link counts, and the other blocks' counts (the HMM's jumps) are added up on the workers.
+
 Decoding an agreement run keeps the links whose product posterior is at least a threshold (0.5).
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 from numba import njit, types
@@ -42,7 +49,8 @@ REVERSE_FEATURES = "reverse_features_"  # the reverse model's featured tables' w
 
 @dataclass
 class Direction:
-    """One model of the pair: its problem (the reverse one reads the bitext swapped) and executor."""
+    """One model of the pair: its problem (the reverse one reads the bitext swapped) and executor
+    (this machine's, or a Dask cluster's: emc.dist.executor.DaskExecutor)."""
 
     problem: Problem
     executor: LocalExecutor
@@ -248,8 +256,6 @@ def _unsupported(job) -> str | None:
         return f"--algorithm {settings.algorithm} (it trains with batch EM)"
     if settings.restarts > 1:
         return f"--restarts {settings.restarts} (it makes one joint fit)"
-    if job.job.workers or job.job.scheduler:
-        return "--workers/--scheduler (its E-step runs on this machine)"
     if job.init_run:
         return "--init RUN (it starts from its own initialisation: --init random, uniform or ibm1)"
     return None
@@ -270,17 +276,34 @@ def fit_jointly(job, variant: type | None = None) -> int:
     unsupported = _unsupported(job)
     if unsupported:
         raise EmcError(f"{what} does not support {unsupported}")
-    settings = job.settings
     reverse_options = {**job.options, "reverse": True}
-    directions = []
-    for options in (job.options, reverse_options):
-        problem, _ = job.bind(options)
-        direction = Direction(problem, job.executor(problem))
-        attach(direction.executor, problem, settings)  # each direction's posteriors projected per example
-        directions.append(direction)
-    forward, reverse = directions
-    if forward.problem.n_examples != reverse.problem.n_examples:
+    problems = [job.bind(options)[0] for options in (job.options, reverse_options)]
+    if problems[0].n_examples != problems[1].n_examples:
         raise EmcError("the two directions kept different sentence pairs")
+    with _executors(job, problems) as executors:
+        directions = []
+        for problem, executor in zip(problems, executors):
+            attach(executor, problem, job.settings)  # each direction's posteriors projected per example
+            directions.append(Direction(problem, executor))
+        return _fit(job, variant, directions, reverse_options)
+
+
+@contextmanager
+def _executors(job, problems: list[Problem]) -> Iterator[list]:
+    """Each direction's executor, its model compiled: this machine's, or with --workers / --scheduler
+    one each on one Dask cluster, a pair's two shards on one worker (opened by the fit's executor
+    opener: `emc fit`'s is emc.dist.executor.open_executor, which takes a list of problems)."""
+    if not job.job.workers and not job.job.scheduler:
+        yield [job.executor(p) for p in problems]
+        return
+    with job.executors(job.job, problems, job.settings, job.say) as executors:
+        yield [job.executor(p, opened=e) for p, e in zip(problems, executors)]
+
+
+def _fit(job, variant: type, directions: list[Direction], reverse_options: dict) -> int:
+    """The joint fit of the two directions by `variant`, from the checkpoint when resuming; both saved."""
+    settings = job.settings
+    forward = directions[0]
     agreement = variant(directions, settings)
     state = job.saved_state(job.out)
     if state is None:
