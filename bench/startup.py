@@ -73,11 +73,22 @@ def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | Non
     return seconds, cpu
 
 
+def fit_environment(scratch: Path) -> dict:
+    """The fits' environment: numba's and emc's caches in `scratch` (empty for the cold run, filled
+    by it for the warm one), and Python's bytecode written (into emc's __pycache__ folders, ignored
+    by git) even where the caller's shell sets PYTHONDONTWRITEBYTECODE, as this project's sessions
+    do: an installed emc has its .pyc files, and compiling every emc module from source on every
+    run cost a warm fit 0.15-0.3 s that no user pays (bench/README.md, "Start-up, round 5")."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(scratch / "numba"), EMC_CACHE_DIR=str(scratch / "emc"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def startup(spec: Path, threads: int | None) -> tuple[tuple[float, float], tuple[float, float]]:
     """(cold, warm) (wall, CPU) seconds of `emc fit SPEC DATA --iterations 1` on tiny data."""
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(scratch / "numba"), EMC_CACHE_DIR=str(scratch / "emc"))
+        env = fit_environment(scratch)
         data = scratch / "data.txt"
         data.write_text("".join(line + "\n" for line in tiny_lines(spec)), encoding="utf-8")
         cold = fit_seconds(spec, data, scratch / "run", env, threads)
