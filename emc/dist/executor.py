@@ -122,6 +122,20 @@ def _derived_of(result: tuple) -> np.ndarray:
     return result[-1]
 
 
+def _picked(result: tuple, at: int, k: int) -> np.ndarray:
+    """result[at][k]: one executor's array of a joint task's result, taken on its worker."""
+    return result[at][k]
+
+
+def _shard_joint(task: Callable, shards: list[Shard], modules: list[tuple[str, str]], params: list[tuple],
+                 weights: list[np.ndarray], derived: list[np.ndarray | None]) -> tuple[tuple, tuple, tuple]:
+    """A joint task on one worker's shards of the same examples, its modules loaded and each derived
+    vector prepared (or copied) as in _shard_estep."""
+    loaded = [load_source(name, source) for name, source in modules]
+    derived = [_derived(m, shard, p, d) for m, shard, p, d in zip(loaded, shards, params, derived)]
+    return task(shards, loaded, params, weights, derived)
+
+
 class DaskExecutor:
     """Runs E-steps and decoding on a Dask cluster; see the module docstring."""
 
@@ -205,16 +219,25 @@ class DaskExecutor:
         self.estep(params, np.array(shortest, np.int64), SUM, np.ones(len(shortest)))
         return time.perf_counter() - t0
 
-    def _retried(self, what: str, run: Callable, *args):
-        """run(*args), again after re-sending lost shards when it fails (at most ATTEMPTS times)."""
+    def _retried(self, what: str, run: Callable, *args, executors: list[DaskExecutor] | None = None):
+        """run(*args), again after re-sending lost shards (of `executors`, default this one's) when it
+        fails (at most ATTEMPTS times)."""
         for attempt in range(ATTEMPTS):
             try:
                 return run(*args)
             except Exception as err:  # a dead worker surfaces as one of several Dask exceptions
                 if attempt == ATTEMPTS - 1:
                     raise EmcError(f"{what} failed on the Dask cluster {ATTEMPTS} times: {err}") from err
-                self._recover()
+                for executor in executors or [self]:
+                    executor._recover()
         raise AssertionError("unreachable")
+
+    def _reduced(self, counts: list) -> np.ndarray:
+        """The sum of the count arrays (futures), added pairwise on the workers: a reduction tree."""
+        while len(counts) > 1:
+            pairs = [self.client.submit(operator.add, a, b, pure=False) for a, b in zip(counts[::2], counts[1::2])]
+            counts = pairs + ([counts[-1]] if len(counts) % 2 else [])
+        return counts[0].result()
 
     def estep(self, params: ParamState, examples: np.ndarray, semiring: int, weights: np.ndarray) -> EStepResult:
         return self._retried("the E-step", self._estep, params, examples, semiring, np.asarray(weights, np.float64))
@@ -232,11 +255,7 @@ class DaskExecutor:
             shards.append(s)
         if self.before_gather:
             self.before_gather(self)
-        counts = [self.client.submit(_counts_of, part, pure=False) for part in parts]
-        while len(counts) > 1:  # add pairwise on the workers: a reduction tree
-            pairs = [self.client.submit(operator.add, a, b, pure=False) for a, b in zip(counts[::2], counts[1::2])]
-            counts = pairs + ([counts[-1]] if len(counts) % 2 else [])
-        total = counts[0].result()
+        total = self._reduced([self.client.submit(_counts_of, part, pure=False) for part in parts])
         log_z = np.empty(len(examples))
         for where, values in zip(positions, self.client.gather([self.client.submit(_log_z_of, p, pure=False)
                                                                  for p in parts])):
@@ -244,14 +263,15 @@ class DaskExecutor:
         size = params.theta.nbytes + params.row_total.nbytes
         self.bytes_moved = size * len(self._alive_workers()) + total.nbytes * len(parts)
         if whole is not None and semiring == SUM:
-            self._collect(whole, parts, shards, examples, weights)
+            self._collect(whole, [self.client.submit(_derived_of, p, pure=False) for p in parts], shards, examples,
+                          weights)
         return EStepResult(total, log_z)
 
-    def _collect(self, whole: np.ndarray, parts: list, shards: list[int], examples: np.ndarray,
+    def _collect(self, whole: np.ndarray, derived: list, shards: list[int], examples: np.ndarray,
                  weights: np.ndarray) -> None:
-        """The shards' solved duals and posteriors into the projection, as a local E-step leaves them."""
-        derived = self.client.gather([self.client.submit(_derived_of, part, pure=False) for part in parts])
-        for s, part in zip(shards, derived):
+        """The shards' solved duals and posteriors (their derived vectors, futures) into the projection,
+        as a local E-step leaves them."""
+        for s, part in zip(shards, self.client.gather(derived)):
             self.example_projection.shard_collect(whole, part, int(self.bounds[s]), int(self.bounds[s + 1]))
             self.bytes_moved += 2 * part.nbytes  # sent and returned
         self.example_projection.collect(whole, examples, weights)
@@ -281,8 +301,48 @@ class DaskExecutor:
             log_z[where] = part_log_z
             self.bytes_moved += out.nbytes
         if whole is not None:  # agreement's E-step reads posteriors (LocalExecutor.posterior collects too)
-            self._collect(whole, parts, shards, np.asarray(examples, np.int64), np.ones(len(examples)))
+            self._collect(whole, [self.client.submit(_derived_of, p, pure=False) for p in parts], shards,
+                          np.asarray(examples, np.int64), np.ones(len(examples)))
         return marginals, log_z
+
+    def joint_estep(self, others: list[DaskExecutor], params: list[ParamState], weights: list[np.ndarray],
+                    task: Callable) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """A joint E-step of this executor's model and the others' over every example (the others cut
+        at this one's bounds: a worker holds shard s of each). Per shard, on its worker,
+        task(shards, modules, params, weights, derived), each a list with one entry an executor,
+        returns (counts, log Z, derived) with one entry each; each executor's counts are added on the
+        workers, its log Z gathered and its projection's duals collected. Returns (counts, log Z)
+        of each executor. The agreement E-step of emc/runtime/modes/agreement.py is such a task."""
+        executors = [self, *others]
+        return self._retried("the joint E-step", self._joint_estep, executors, params,
+                             [np.asarray(w, np.float64) for w in weights], task, executors=executors)
+
+    def _joint_estep(self, executors: list[DaskExecutor], params: list[ParamState], weights: list[np.ndarray],
+                     task: Callable) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        abis = [self.client.scatter(p.abi(), broadcast=True, hash=False) for p in params]
+        wholes = [None if e.example_projection is None else e.prepare(p) for e, p in zip(executors, params)]
+        modules = [(e.name, e.source) for e in executors]
+        examples = np.arange(self.problem.n_examples)
+        parts, shards = [], []
+        for s, where, _ in self._split(examples):
+            parts.append(self.client.submit(_shard_joint, task, [e.data[s] for e in executors], modules, abis,
+                                            [w[where] for w in weights],
+                                            [e._shard_derived(whole, s) for e, whole in zip(executors, wholes)],
+                                            retries=2, pure=False))
+            shards.append(s)
+        if self.before_gather:
+            self.before_gather(self)
+        totals = [self._reduced([self.client.submit(_picked, p, 0, k, pure=False) for p in parts])
+                  for k in range(len(executors))]
+        log_z = [np.concatenate(self.client.gather([self.client.submit(_picked, p, 1, k, pure=False) for p in parts]))
+                 for k in range(len(executors))]
+        for k, (e, whole) in enumerate(zip(executors, wholes)):
+            e.bytes_moved = sum(p.theta.nbytes + p.row_total.nbytes for p in params) * len(self._alive_workers()) \
+                + totals[k].nbytes * len(parts)
+            if whole is not None:
+                e._collect(whole, [self.client.submit(_picked, p, 2, k, pure=False) for p in parts], shards,
+                           examples, weights[k])
+        return totals, log_z
 
     def decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         return self._retried("decoding", self._decode, params, examples)

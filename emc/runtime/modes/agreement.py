@@ -11,10 +11,11 @@ log prior), which agreement training does not promise to increase. The fit runs 
 loop (emc.runtime.fit.run_steps: records, convergence, evaluation, checkpoints) with `Agreement`
 as its variant.
 
-With --workers / --scheduler the two directions' E-steps and posteriors run on a Dask cluster
-(emc/dist/executor.py): one executor a direction, both cutting the pairs at the same bounds, so a
-pair's two shards live on one worker; the link posteriors come back here, where their products
-become the link counts, and the other blocks' counts (the HMM's jumps) are added up on the workers.
+With --workers / --scheduler the agreement E-step runs on a Dask cluster (emc/dist/executor.py):
+one executor a direction, both cutting the pairs at the same bounds, so a pair's two shards live on
+one worker, which computes both directions' link posteriors, their products' link counts and the
+other blocks' counts (`shard_agreement`); each direction's counts are added up on the workers, and
+only the rescaling of the link counts (which needs every pair's) is left to this machine.
 
 Decoding an agreement run keeps the links whose product posterior is at least a threshold (0.5).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Iterator
 
 import numpy as np
@@ -88,21 +90,69 @@ def _link_counts(direction: Direction, params: ParamState, weights: np.ndarray, 
     p = direction.problem
     examples = np.arange(p.n_examples)
     log_z = None
-    if any(f.kind == "learned" and f.slot != LINK for f in p.model.checked.factors):
-        # Only those blocks' counts (the HMM's jumps) need the DP's E-step; for IBM 1 it would
-        # run the posteriors' DP a second time for nothing.
+    if _needs_estep(p):
         result = direction.executor.estep(params, examples, SUM, weights)
         counts, log_z = result.counts, result.log_z
-        for name in slot_tables(p.model.checked.factors, LINK):
-            counts[p.layout.table(name).entries] = 0.0
+        counts[_link_entries(p)] = 0.0
     else:
         counts = np.zeros(p.layout.size)
-    (own_flat, own_shapes), (other_flat, other_shapes) = _packed(own), _packed(other)
-    _add_product_counts(p.model.module.link_counts_example, own_flat, own_shapes, other_flat, other_shapes,
-                        np.ascontiguousarray(weights, np.float64), p.ints, p.array_bounds, p.meta,
-                        (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64)))
-    _rescale_link_counts(p, counts, float(np.dot(weights, own_shapes[:, 0])))
+    add_product_counts(p.model.module, own, other, weights, p.ints, p.array_bounds, p.meta, counts)
+    _rescale_link_counts(p, counts, float(np.dot(weights, [a.shape[0] for a in own])))
     return counts, log_z
+
+
+def _needs_estep(problem: Problem) -> bool:
+    """Whether a learned block other than the link blocks needs the DP's E-step for its counts (the
+    HMM's jumps); for IBM 1 it would run the posteriors' DP a second time for nothing."""
+    return any(f.kind == "learned" and f.slot != LINK for f in problem.model.checked.factors)
+
+
+def _link_entries(problem: Problem) -> np.ndarray:
+    """The entries of the link blocks' tables in the counts."""
+    tables = [problem.layout.table(name) for name in slot_tables(problem.model.checked.factors, LINK)]
+    return np.concatenate([np.zeros(0, np.int64), *(np.arange(t.offset, t.offset + t.size) for t in tables)])
+
+
+def add_product_counts(module, own: list[np.ndarray], other: list[np.ndarray], weights: np.ndarray, ints: np.ndarray,
+                       array_bounds: np.ndarray, meta: np.ndarray, counts: np.ndarray) -> None:
+    """Add the pairs' product-posterior link counts (own NULL posteriors kept) to `counts`, through the
+    generated link_counts_example on pairs 0, 1, ... of the packed data."""
+    (own_flat, own_shapes), (other_flat, other_shapes) = _packed(own), _packed(other)
+    _add_product_counts(module.link_counts_example, own_flat, own_shapes, other_flat, other_shapes,
+                        np.ascontiguousarray(weights, np.float64), ints, array_bounds, meta,
+                        (counts, np.zeros(0, np.uint8), np.zeros(0, np.int64)))
+
+
+def shard_agreement(shards: list, modules: list, params: list[tuple], weights: list[np.ndarray],
+                    derived: list[np.ndarray], esteps: list[bool], links: list[np.ndarray]) -> tuple[tuple, tuple, tuple]:
+    """On a Dask worker (a task of emc.dist.executor.DaskExecutor.joint_estep): the agreement E-step
+    of one shard's pairs, both directions' shards in hand, as _link_counts makes it but for the
+    rescaling, which needs every pair's counts: each direction's link posteriors, then its other
+    blocks' E-step counts (`esteps`; its `links` entries zeroed) and its product link counts.
+    Returns (counts, log Z, derived) of each direction."""
+    from emc.runtime.kernels import batch_estep, batch_posterior, estep_for
+
+    local = np.arange(len(shards[0].lengths), dtype=np.int64)
+    posteriors, log_z = [], []
+    for shard, module, p, d in zip(shards, modules, params, derived):
+        offsets = np.concatenate([[0], np.cumsum(shard.posterior_lengths)]).astype(np.int64)
+        out, z = np.zeros(offsets[-1]), np.empty(len(local))
+        batch_posterior(module.posterior_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, p, d,
+                        out, z)
+        posteriors.append([out[a:b].reshape(m, -1)
+                           for a, b, m in zip(offsets[:-1], offsets[1:], shard.decoded_lengths)])
+        log_z.append(z)
+    counts = []
+    for k, (shard, module, p, d, w) in enumerate(zip(shards, modules, params, derived, weights)):
+        c = np.zeros((1, p[0].shape[0]))
+        if esteps[k]:
+            batch_estep(estep_for(module, SUM), local, np.array([0, len(local)], np.int64), w, shard.ints,
+                        shard.array_bounds, shard.meta, p, d, SUM, c, np.empty(len(local)))
+            c[0, links[k]] = 0.0
+        add_product_counts(module, posteriors[k], posteriors[1 - k], w, shard.ints, shard.array_bounds, shard.meta,
+                           c[0])
+        counts.append(c[0])
+    return tuple(counts), tuple(log_z), tuple(derived)
 
 
 def _rescale_link_counts(problem: Problem, counts: np.ndarray, target_words: float) -> None:
@@ -205,13 +255,18 @@ class Agreement:
         params = _both_params(state)
         self._duals(state, resume=True)
         # computed already when the loop scored these parameters: that time is this step's too
-        ahead = self._ahead if self._posteriors is not None and self._posteriors[0] is state.params else 0.0
-        (post_f, log_z_f), (post_r, log_z_r) = self.posteriors(state)
+        computed = self._posteriors is not None and self._posteriors[0] is state.params
+        ahead = self._ahead if computed else 0.0
+        if not computed and not forward.executor.in_process:  # all of the E-step on the workers
+            (counts_f, counts_r), log_z = self._counts_on_workers(params)
+        else:
+            (post_f, log_z_f), (post_r, log_z_r) = self.posteriors(state)
+            counts_f = _link_counts(forward, params[0], self.weights[0], post_f, post_r)[0]
+            counts_r = _link_counts(reverse, params[1], self.weights[1], post_r, post_f)[0]
+            log_z = [log_z_f, log_z_r]
+            del post_f, post_r
         self._posteriors, self._ahead = None, 0.0
-        counts_f = _link_counts(forward, params[0], self.weights[0], post_f, post_r)[0]
-        counts_r = _link_counts(reverse, params[1], self.weights[1], post_r, post_f)[0]
-        objective = self.objective(params, [log_z_f, log_z_r])
-        del post_f, post_r
+        objective = self.objective(params, log_z)
         budget = self.settings.mstep_iterations
         self._set(state, [maximize(forward.problem.layout, counts_f, params[0], self.settings.regularizers,
                                    featured_iterations=budget),
@@ -221,6 +276,19 @@ class Agreement:
         projected = forward.executor.example_projection
         return {"iteration": state.step + 1, "objective": objective, "seconds_ahead": ahead,
                 **(projected.last if projected is not None else {})}
+
+    def _counts_on_workers(self, params: list[ParamState]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Both models' counts and log Z by the agreement E-step on a Dask cluster, each pair's where
+        its two shards live (shard_agreement), the link counts then rescaled here as _link_counts does."""
+        forward, reverse = self.directions
+        task = partial(shard_agreement, esteps=[_needs_estep(d.problem) for d in self.directions],
+                       links=[_link_entries(d.problem) for d in self.directions])
+        counts, log_z = forward.executor.joint_estep([reverse.executor], params, self.weights, task)
+        for d, c, z, w in zip(self.directions, counts, log_z, self.weights):
+            check_log_z(d.problem, self.examples, z)
+            targets = d.problem.model.data.decoded_length(d.problem.corpus, d.problem.model.checked)
+            _rescale_link_counts(d.problem, c, float(np.dot(w, targets)))
+        return counts, log_z
 
     def _duals(self, state: FitState, resume: bool) -> None:
         """Each direction's per-example duals (a spec's per-example constraint) from the state, or into
