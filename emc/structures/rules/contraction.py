@@ -9,7 +9,8 @@ per level (emc/structures/rules/contract.py):
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
            outside += W^T D and the table's local counts += D C^T, once per level; the other
            factors' counts take G (the inside leaves it in `rsaved`) as the sum over j.
-W and W^T are taken once per pass (rwb<r>, rwt<r>) when the bounds do not change with the level.
+W and W^T are taken once per pass (rwb<r>, rwt<r>): a rule whose bounds change with the level (a
+loop variable in a state's range) is not a contraction.
 Nothing changes in a program's meaning: the rewritten nests compute the same sums in another order.
 """
 from __future__ import annotations
@@ -32,17 +33,11 @@ class Contraction:
     base: str  # the body's cell at j = jlo
     head_cell: str  # the head's cell (of state k)
     slot: int  # its part of `rsaved`, one chart's size a contraction
-    hoisted: bool  # W is the same at every level (its bounds read no loop variable): rwb<r>, rwt<r>
 
-    def _block(self) -> str:
-        return f"weight_block(derived, rd{self.table}, rr{self.table}, {', '.join(self.bounds)})"
-
-    def setup(self, inside: bool) -> list[str]:
-        """The line taking W (the inside's) or W^T (the outside's) once, at the top of a pass,
-        when hoisted."""
-        if not self.hoisted:
-            return []
-        return [f"rwb{self.number} = {self._block()}" if inside else f"rwt{self.number} = transposed({self._block()})"]
+    def setup(self, inside: bool) -> str:
+        """The line taking W (the inside's) or W^T (the outside's) once, at the top of a pass."""
+        block = f"weight_block(derived, rd{self.table}, rr{self.table}, {', '.join(self.bounds)})"
+        return f"rwb{self.number} = {block}" if inside else f"rwt{self.number} = transposed({block})"
 
     @property
     def arrays(self) -> list[str]:
@@ -55,9 +50,7 @@ class Contraction:
 
     def block_call(self, function: str, transpose: bool, chart: str) -> str:
         """function(W or W^T, chart, ln, the body's cell at jlo, ...) as code."""
-        block = f"rw{'t' if transpose else 'b'}{self.number}" if self.hoisted else (
-            f"transposed({self._block()})" if transpose else self._block())
-        return f"{function}({block}, {chart}, ln, {self.base}"
+        return f"{function}(rw{'t' if transpose else 'b'}{self.number}, {chart}, ln, {self.base}"
 
     @property
     def needs(self) -> set[str]:
@@ -94,7 +87,7 @@ class Contractions:
         return self.found[number].slot if number in self.found else None
 
     def setup(self, inside: bool) -> list[str]:
-        return [line for c in self.found.values() for line in c.setup(inside)]
+        return [c.setup(inside) for c in self.found.values()]
 
 
 def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: int,
@@ -122,13 +115,14 @@ def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: in
     slot = contractions.slot(number, inside)
     if slot is None:
         return None
-    values = [names.lin(a, rule) for a in body.args[:-1]] + [f"({jlo})"]
     bounds = (klo, khi, jlo, jhi)
-    # the outside takes the blocks the inside's setup made, when its bounds read the same
-    hoisted = not needs_of(" ".join(bounds)) and (inside or contractions.found[number].bounds == bounds)
+    # W is taken once a pass; the outside takes the block the inside's setup made
+    if needs_of(" ".join(bounds)) or not (inside or contractions.found[number].bounds == bounds):
+        return None
+    values = [names.lin(a, rule) for a in body.args[:-1]] + [f"({jlo})"]
     contraction = Contraction(number, head, summed, weights[0], names.tables.index(read.table), read.learned,
                               bounds, cell_offset(names, body, rule, values), cell_offset(names, rule.head, rule),
-                              slot, hoisted)
+                              slot)
     if inside:
         contractions.found[number] = contraction
     return contraction
