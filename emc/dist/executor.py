@@ -15,8 +15,9 @@ The joint fits of an alignment's two directions (agreement, the symmetry constra
 emc/runtime/modes/agreement.py, symmetric.py) open one executor per direction on one cluster
 (`open_executor` with a list of problems): both cut the pairs at the same bounds and send shard s
 of each to the same worker, so a pair's two E-steps (and its link posteriors, `posterior`) run
-where its two shards live; with the symmetry constraint each shard's task carries its pairs' link
-shifts (ExampleProjection.shard_derived).
+where its two shards live, and `joint_estep` runs a task over both shards at once (agreement's
+whole E-step); with the symmetry constraint each shard's task carries its pairs' link shifts
+(ExampleProjection.shard_derived). What a worker runs is in emc/dist/tasks.py.
 
 Faults: a task that fails is retried by Dask; a worker that dies takes its shard with it, so the
 client (which keeps every shard) scatters the lost shards to the surviving workers and runs the
@@ -27,12 +28,13 @@ from __future__ import annotations
 import operator
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
 
-from emc.runtime.compiled import load_source, module_source
+from emc.dist.tasks import (Shard, counts_of, derived_of, log_z_of, picked, posteriors_of, shard_decode,
+                            shard_estep, shard_joint, shard_posterior)
+from emc.runtime.compiled import module_source
 from emc.runtime.executor import EStepResult, LocalExecutor, chunk_bounds
 from emc.runtime.job import Job, local_executor
 from emc.runtime.params import ParamState
@@ -43,97 +45,6 @@ from emc.structures.sampling import shifted
 from emc.structures.semiring import SUM
 
 ATTEMPTS = 4
-
-
-@dataclass
-class Shard:
-    """One worker's examples, packed: what the generated code reads."""
-
-    ints: np.ndarray
-    array_bounds: np.ndarray
-    meta: np.ndarray
-    lengths: np.ndarray
-    decoded_lengths: np.ndarray
-    posterior_lengths: np.ndarray
-
-
-def _derived(module, shard: Shard, params: tuple, derived: np.ndarray | None) -> np.ndarray:
-    """prepare's numbers, or the shard's derived vector from the client (with a projection's duals):
-    a copy, which the E-step fills and a retried task finds as it was sent."""
-    return module.prepare(shard.meta, params) if derived is None else np.array(derived)
-
-
-def _shard_estep(shard: Shard, name: str, source: str, params: tuple, semiring: int, local: np.ndarray,
-                 weights: np.ndarray, derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from emc.runtime.kernels import batch_estep, estep_for
-
-    module = load_source(name, source)
-    counts = np.zeros((1, params[0].shape[0]))
-    log_z = np.empty(len(local))
-    bounds = np.array([0, len(local)], np.int64)
-    derived = _derived(module, shard, params, derived)
-    batch_estep(estep_for(module, semiring), local, bounds, weights, shard.ints, shard.array_bounds, shard.meta,
-                params, derived, semiring, counts, log_z)
-    return counts[0], log_z, derived
-
-
-def _shard_decode(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray,
-                  derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from emc.runtime.kernels import batch_decode
-
-    module = load_source(name, source)
-    offsets = np.concatenate([[0], np.cumsum(shard.decoded_lengths[local])]).astype(np.int64)
-    out = np.zeros(offsets[-1], np.int32)
-    scores = np.empty(len(local))
-    batch_decode(module.decode_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, params,
-                 _derived(module, shard, params, derived), out, scores)
-    return out, offsets, scores
-
-
-def _shard_posterior(shard: Shard, name: str, source: str, params: tuple, local: np.ndarray,
-                     derived: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The examples' posterior part marginals end to end, their offsets, log Z and the derived vector."""
-    from emc.runtime.kernels import batch_posterior
-
-    module = load_source(name, source)
-    offsets = np.concatenate([[0], np.cumsum(shard.posterior_lengths[local])]).astype(np.int64)
-    out = np.zeros(offsets[-1])
-    log_z = np.empty(len(local))
-    derived = _derived(module, shard, params, derived)
-    batch_posterior(module.posterior_example, local, offsets, shard.ints, shard.array_bounds, shard.meta, params,
-                    derived, out, log_z)
-    return out, offsets, log_z, derived
-
-
-def _posteriors_of(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return result[:3]
-
-
-def _counts_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    return result[0]
-
-
-def _log_z_of(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    return result[1]
-
-
-def _derived_of(result: tuple) -> np.ndarray:
-    """An E-step's or posterior task's derived vector (its last result)."""
-    return result[-1]
-
-
-def _picked(result: tuple, at: int, k: int) -> np.ndarray:
-    """result[at][k]: one executor's array of a joint task's result, taken on its worker."""
-    return result[at][k]
-
-
-def _shard_joint(task: Callable, shards: list[Shard], modules: list[tuple[str, str]], params: list[tuple],
-                 weights: list[np.ndarray], derived: list[np.ndarray | None]) -> tuple[tuple, tuple, tuple]:
-    """A joint task on one worker's shards of the same examples, its modules loaded and each derived
-    vector prepared (or copied) as in _shard_estep."""
-    loaded = [load_source(name, source) for name, source in modules]
-    derived = [_derived(m, shard, p, d) for m, shard, p, d in zip(loaded, shards, params, derived)]
-    return task(shards, loaded, params, weights, derived)
 
 
 class DaskExecutor:
@@ -248,22 +159,22 @@ class DaskExecutor:
         parts, positions, shards = [], [], []
         for s, where, local in self._split(examples):
             # a sampling request seeds by example index: the shard's are numbered from its first
-            parts.append(self.client.submit(_shard_estep, self.data[s], self.name, self.source, abi,
+            parts.append(self.client.submit(shard_estep, self.data[s], self.name, self.source, abi,
                                             shifted(semiring, int(self.bounds[s])), local, weights[where],
                                             self._shard_derived(whole, s), retries=2, pure=False))
             positions.append(where)
             shards.append(s)
         if self.before_gather:
             self.before_gather(self)
-        total = self._reduced([self.client.submit(_counts_of, part, pure=False) for part in parts])
+        total = self._reduced([self.client.submit(counts_of, part, pure=False) for part in parts])
         log_z = np.empty(len(examples))
-        for where, values in zip(positions, self.client.gather([self.client.submit(_log_z_of, p, pure=False)
+        for where, values in zip(positions, self.client.gather([self.client.submit(log_z_of, p, pure=False)
                                                                  for p in parts])):
             log_z[where] = values
         size = params.theta.nbytes + params.row_total.nbytes
         self.bytes_moved = size * len(self._alive_workers()) + total.nbytes * len(parts)
         if whole is not None and semiring == SUM:
-            self._collect(whole, [self.client.submit(_derived_of, p, pure=False) for p in parts], shards, examples,
+            self._collect(whole, [self.client.submit(derived_of, p, pure=False) for p in parts], shards, examples,
                           weights)
         return EStepResult(total, log_z)
 
@@ -286,7 +197,7 @@ class DaskExecutor:
         whole = None if self.example_projection is None else self.prepare(params)
         parts, positions, shards = [], [], []
         for s, where, local in self._split(examples):
-            parts.append(self.client.submit(_shard_posterior, self.data[s], self.name, self.source, abi, local,
+            parts.append(self.client.submit(shard_posterior, self.data[s], self.name, self.source, abi, local,
                                             self._shard_derived(whole, s), retries=2, pure=False))
             positions.append(where)
             shards.append(s)
@@ -295,13 +206,13 @@ class DaskExecutor:
         marginals: list[np.ndarray] = [None] * len(examples)
         log_z = np.empty(len(examples))
         for where, (out, offsets, part_log_z) in zip(positions, self.client.gather(
-                [self.client.submit(_posteriors_of, p, pure=False) for p in parts])):
+                [self.client.submit(posteriors_of, p, pure=False) for p in parts])):
             for q, position in enumerate(where):
                 marginals[position] = out[offsets[q]:offsets[q + 1]]
             log_z[where] = part_log_z
             self.bytes_moved += out.nbytes
         if whole is not None:  # agreement's E-step reads posteriors (LocalExecutor.posterior collects too)
-            self._collect(whole, [self.client.submit(_derived_of, p, pure=False) for p in parts], shards,
+            self._collect(whole, [self.client.submit(derived_of, p, pure=False) for p in parts], shards,
                           np.asarray(examples, np.int64), np.ones(len(examples)))
         return marginals, log_z
 
@@ -325,22 +236,22 @@ class DaskExecutor:
         examples = np.arange(self.problem.n_examples)
         parts, shards = [], []
         for s, where, _ in self._split(examples):
-            parts.append(self.client.submit(_shard_joint, task, [e.data[s] for e in executors], modules, abis,
+            parts.append(self.client.submit(shard_joint, task, [e.data[s] for e in executors], modules, abis,
                                             [w[where] for w in weights],
                                             [e._shard_derived(whole, s) for e, whole in zip(executors, wholes)],
                                             retries=2, pure=False))
             shards.append(s)
         if self.before_gather:
             self.before_gather(self)
-        totals = [self._reduced([self.client.submit(_picked, p, 0, k, pure=False) for p in parts])
+        totals = [self._reduced([self.client.submit(picked, p, 0, k, pure=False) for p in parts])
                   for k in range(len(executors))]
-        log_z = [np.concatenate(self.client.gather([self.client.submit(_picked, p, 1, k, pure=False) for p in parts]))
+        log_z = [np.concatenate(self.client.gather([self.client.submit(picked, p, 1, k, pure=False) for p in parts]))
                  for k in range(len(executors))]
         for k, (e, whole) in enumerate(zip(executors, wholes)):
             e.bytes_moved = sum(p.theta.nbytes + p.row_total.nbytes for p in params) * len(self._alive_workers()) \
                 + totals[k].nbytes * len(parts)
             if whole is not None:
-                e._collect(whole, [self.client.submit(_picked, p, 2, k, pure=False) for p in parts], shards,
+                e._collect(whole, [self.client.submit(picked, p, 2, k, pure=False) for p in parts], shards,
                            examples, weights[k])
         return totals, log_z
 
@@ -350,7 +261,7 @@ class DaskExecutor:
     def _decode(self, params: ParamState, examples: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         abi = self.client.scatter(params.abi(), broadcast=True, hash=False)
         whole = None if self.example_projection is None else self.prepare(params)
-        jobs = [(where, self.client.submit(_shard_decode, self.data[s], self.name, self.source, abi, local,
+        jobs = [(where, self.client.submit(shard_decode, self.data[s], self.name, self.source, abi, local,
                                            self._shard_derived(whole, s), retries=2, pure=False))
                 for s, where, local in self._split(examples)]
         decoded: list[np.ndarray] = [None] * len(examples)
