@@ -6,7 +6,13 @@ Each spec runs on its structure's tiny data (tests/helpers.py TINY, the sizes th
 so the time is the start-up: parsing, compiling or loading, reading, one iteration, saving. The
 load average before and after is printed: numbers taken while the machine runs other work are
 inflated (`--cpu` adds the CPU seconds, which vary less). Run from the repository:
-`python bench/startup.py [--specs hmm dmv] [--threads 1] [--cpu]`.
+`python bench/startup.py [--specs hmm dmv] [--threads 1] [--cpu] [--phases]`.
+
+`--phases` runs each spec's warm fit a third time and says where its CPU seconds went: Python's
+start, numpy, numba, emc's imports, the spec read into its model (parse, check, render, data),
+numba's first cached function (which loads numba's typing and lowering registries, and scipy.linalg
+for BLAS), the iteration-cost prediction emc says before a fit, and the rest (the other cached
+functions, one iteration, saving).
 """
 from __future__ import annotations
 
@@ -73,6 +79,42 @@ def fit_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | Non
     return seconds, cpu
 
 
+# A warm fit in one process, its CPU seconds (time.process_time) read at each phase's end.
+PHASES = """
+import sys, time
+marks = [("python", time.process_time())]
+import numpy; marks.append(("numpy", time.process_time()))
+import numba; marks.append(("numba", time.process_time()))
+import emc.cli, emc.dist.executor, emc.runtime.job as job; marks.append(("emc-imports", time.process_time()))
+from numba.core import caching
+load, say_cost, first = caching.Cache.load_overload, job.say_iteration_cost, []
+def timed_load(self, sig, context):
+    if first:
+        return load(self, sig, context)
+    first.append(time.process_time()); done = load(self, sig, context); first.append(time.process_time())
+    return done
+def timed_cost(*args, **kwargs):
+    started = time.process_time(); say_cost(*args, **kwargs); first.append(time.process_time() - started)
+caching.Cache.load_overload, job.say_iteration_cost = timed_load, timed_cost
+emc.cli.main(sys.argv[1:])
+end = time.process_time()
+cost = first[2] if len(first) > 2 else 0.0
+marks += [("spec-to-module", first[0]), ("first-load", first[1]), ("cost-prediction", first[1] + cost),
+          ("rest", end)]
+print(" ".join(f"{name} {at - before:.3f}" for (name, at), (_, before) in zip(marks, [("", 0.0)] + marks)))
+"""
+
+
+def phase_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | None) -> str:
+    """Where a warm fit's CPU seconds went, by phase (PHASES), as one line."""
+    command = [sys.executable, "-c", PHASES, "fit", str(spec), str(data), "--iterations", "1", "--quiet",
+               "--out", str(out), "--overwrite", *FIXED.get(spec.stem, [])] + (["--threads", str(threads)] if threads else [])
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        raise StartupFailed(f"{spec_name(spec)} phases failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
 def fit_environment(scratch: Path) -> dict:
     """The fits' environment: numba's and emc's caches in `scratch` (empty for the cold run, filled
     by it for the warm one), and Python's bytecode written (into emc's __pycache__ folders, ignored
@@ -84,8 +126,9 @@ def fit_environment(scratch: Path) -> dict:
     return env
 
 
-def startup(spec: Path, threads: int | None) -> tuple[tuple[float, float], tuple[float, float]]:
-    """(cold, warm) (wall, CPU) seconds of `emc fit SPEC DATA --iterations 1` on tiny data."""
+def startup(spec: Path, threads: int | None, phases: bool = False) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """(cold, warm) (wall, CPU) seconds of `emc fit SPEC DATA --iterations 1` on tiny data, and
+    with `phases` a warm fit's CPU seconds by phase (else "")."""
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         env = fit_environment(scratch)
@@ -93,7 +136,8 @@ def startup(spec: Path, threads: int | None) -> tuple[tuple[float, float], tuple
         data.write_text("".join(line + "\n" for line in tiny_lines(spec)), encoding="utf-8")
         cold = fit_seconds(spec, data, scratch / "run", env, threads)
         warm = fit_seconds(spec, data, scratch / "run", env, threads)
-    return cold, warm
+        where = phase_seconds(spec, data, scratch / "run", env, threads) if phases else ""
+    return cold, warm, where
 
 
 def main() -> None:
@@ -103,6 +147,9 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true",
                         help="add each run's CPU seconds (user + system) to its line: on a shared machine they "
                              "vary less than wall seconds")
+    parser.add_argument("--phases", action="store_true",
+                        help="a third, warm run per spec: its CPU seconds by phase (imports, spec to module, numba's "
+                             "first cached function, the cost prediction, the rest)")
     args = parser.parse_args()
     specs = [s for s in SPECS if not args.specs or spec_name(s).removesuffix(".em") in args.specs
              or s.stem in args.specs]
@@ -111,13 +158,15 @@ def main() -> None:
     worst = 0.0
     for spec in specs:
         try:
-            cold, warm = startup(spec, args.threads)
+            cold, warm, where = startup(spec, args.threads, args.phases)
         except StartupFailed as failed:
             print(failed, flush=True)
             continue
         worst = max(worst, cold[0])
         cpu = f" cpu-cold {cold[1]:.1f} cpu-warm {warm[1]:.1f}" if args.cpu else ""
         print(f"{spec_name(spec)} cold {cold[0]:.1f} warm {warm[0]:.1f}{cpu}", flush=True)
+        if where:
+            print(f"{spec_name(spec)} warm CPU s by phase: {where}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; slowest cold start {worst:.1f} s")
 
 
