@@ -13,6 +13,7 @@ from conftest import ROOT
 from emc.cli import main
 from emc.priors import Dirichlet, Prior, SmoothedL0
 from emc.priors import smoothed_l0 as l0
+from emc.priors.normalize import normalize_table
 from emc.priors.smoothed_l0 import FLOOR, maximize_row, objective
 from emc.priors.text import PriorError, prior_from_expression, prior_from_text
 from emc.runtime.job import resolve_regularizers
@@ -221,3 +222,22 @@ def test_map_em_with_the_sparse_prior_never_lowers_its_objective(tmp_path):
         result = fit(problem, FitSettings(iterations=25, tolerance=0, eval_every=0, seed=2, regularizers=regularizers))
         values = [r["objective"] for r in result.history] + [result.objective]
         assert all(b >= a - 1e-10 * abs(a) for a, b in zip(values, values[1:])), values
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int64])
+def test_a_sparse_tables_rows_are_normalized_in_place(dtype):
+    """Entries in any order, a row whose counts are all 0 (uniform over its own entries), a row
+    with no entries; `out` may be the counts themselves."""
+    rng = np.random.default_rng(4)
+    rows = rng.permutation(np.repeat(np.arange(5), [3, 1, 4, 2, 6]))
+    rows = np.where(rows == 3, 5, rows).astype(dtype)  # row 3 keeps no entry; row 5 has two
+    values = rng.random(len(rows))
+    values[rows == 2] = 0.0
+    expected = np.empty_like(values)
+    for r in np.unique(rows):
+        mine = rows == r
+        total = values[mine].sum()
+        expected[mine] = values[mine] / total if total > 0 else 1.0 / mine.sum()
+    np.testing.assert_allclose(normalize_table(values, rows, 6), expected, rtol=1e-15)
+    assert normalize_table(values, rows, 6, out=values) is values
+    np.testing.assert_allclose(values, expected, rtol=1e-15)
