@@ -12,7 +12,8 @@ inflated (`--cpu` adds the CPU seconds, which vary less). Run from the repositor
 start, numpy, numba, emc's imports, the spec read into its model (parse, check, render, data),
 numba's first cached function (which loads numba's typing and lowering registries, and scipy.linalg
 for BLAS), the iteration-cost prediction emc says before a fit, and the rest (the other cached
-functions, one iteration, saving).
+functions, one iteration, saving), and after main returns, the interpreter's teardown (the
+process's CPU seconds less the phases').
 """
 from __future__ import annotations
 
@@ -96,12 +97,14 @@ def timed_load(self, sig, context):
 def timed_cost(*args, **kwargs):
     started = time.process_time(); say_cost(*args, **kwargs); first.append(time.process_time() - started)
 caching.Cache.load_overload, job.say_iteration_cost = timed_load, timed_cost
-emc.cli.main(sys.argv[1:])
-end = time.process_time()
-cost = first[2] if len(first) > 2 else 0.0
-marks += [("spec-to-module", first[0]), ("first-load", first[1]), ("cost-prediction", first[1] + cost),
-          ("rest", end)]
-print(" ".join(f"{name} {at - before:.3f}" for (name, at), (_, before) in zip(marks, [("", 0.0)] + marks)))
+def report():  # an atexit handler: emc ends its process without returning here (emc/cli.py _end_process)
+    end = time.process_time()
+    cost = first[2] if len(first) > 2 else 0.0
+    marks.extend([("spec-to-module", first[0]), ("first-load", first[1]), ("cost-prediction", first[1] + cost),
+                  ("rest", end)])
+    print(" ".join(f"{name} {at - before:.3f}" for (name, at), (_, before) in zip(marks, [("", 0.0)] + marks)))
+import atexit; atexit.register(report)
+sys.exit(emc.cli.main())  # as the emc script runs it
 """
 
 
@@ -109,10 +112,16 @@ def phase_seconds(spec: Path, data: Path, out: Path, env: dict, threads: int | N
     """Where a warm fit's CPU seconds went, by phase (PHASES), as one line."""
     command = [sys.executable, "-c", PHASES, "fit", str(spec), str(data), "--iterations", "1", "--quiet",
                "--out", str(out), "--overwrite", *FIXED.get(spec.stem, [])] + (["--threads", str(threads)] if threads else [])
+    cpu = _children_cpu()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    cpu = _children_cpu() - cpu
     if done.returncode:
         raise StartupFailed(f"{spec_name(spec)} phases failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-    return done.stdout.strip().splitlines()[-1]
+    phases = done.stdout.strip().splitlines()[-1]
+    measured = sum(float(seconds) for seconds in phases.split()[1::2])
+    # the process's CPU seconds outside the phases: its start before the first mark, and the interpreter's
+    # teardown when it runs one (emc ends its process without it: emc/cli.py _end_process)
+    return f"{phases} teardown {cpu - measured:.3f}"
 
 
 def fit_environment(scratch: Path) -> dict:
