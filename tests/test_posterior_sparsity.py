@@ -17,7 +17,7 @@ from emc.cli import main
 from emc.runtime.executor import LocalExecutor
 from emc.runtime.fit import fit
 from emc.runtime.settings import FitSettings
-from emc.runtime.sparsity import PosteriorSparsity
+from emc.runtime.sparsity import PARALLEL_ROWS, PosteriorSparsity, _kernel
 from emc.spec.check import check
 from emc.spec.errors import EmcError, SpecError
 from emc.spec.parse import parse_text
@@ -183,3 +183,16 @@ def test_fit_log_and_info_through_the_cli(tmp_path, capsys, monkeypatch):
     assert "sparse states per word" in capsys.readouterr().err
     assert main(["info", "run"]) == 0
     assert "posterior sparsity's states per word type" in capsys.readouterr().out
+
+
+def test_the_dual_kernels_take_one_thread_for_few_rows():
+    """Waking numba's workers for a few token rows cost more than the rows (40-80 ms a call on a
+    loaded machine): few rows run on one thread, the caller's threads are restored after."""
+    import numba
+
+    threads = numba.get_num_threads()
+    seen = []
+    for rows in (3, PARALLEL_ROWS):
+        _kernel(lambda lam: seen.append(numba.get_num_threads()), np.zeros((rows, 2)))
+        assert numba.get_num_threads() == threads
+    assert seen == [1, threads]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+import numba
 import numpy as np
 
 from emc.runtime import sparsity_duals as duals
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
     from emc.runtime.executor import EStepResult
 
 ARMIJO = 1e-4  # the share of the linear decrease a step must achieve
+# fewer token rows than this run the dual kernels on one thread: waking numba's workers cost 40-80
+# ms a call on 15 x 45 arrays (hmm_sparse's tiny data, 51 calls a fit, a machine at load 3), one
+# thread 11 us; the kernels' results do not depend on the threads
+PARALLEL_ROWS = 10_000
 SHRINK = 0.25  # a refused step is this much shorter at the next try
 STATE_KEY = "sparsity_duals"  # the duals in a fit's state.extra (checkpoints hold them)
 
@@ -152,8 +157,8 @@ class PosteriorSparsity:
         if examples is not None and len(examples) < self.n_examples:
             groups = self._groups(self._tokens(examples))
             lam = np.empty((len(groups.order), self.K))  # the last visit's duals, projected (a step of length 0)
-            duals.gradient_step(self.lam[self.row_of_token[groups.order]], lam, groups.weight, 0.0, groups.starts,
-                                groups.spread, self.sigma, lam)
+            _kernel(duals.gradient_step, self.lam[self.row_of_token[groups.order]], lam, groups.weight, 0.0,
+                    groups.starts, groups.spread, self.sigma, lam)
         result, objective, lam = self._descend(params, run, lam, groups)
         if groups is self.corpus:
             self.lam = lam
@@ -173,8 +178,8 @@ class PosteriorSparsity:
             trial = np.empty_like(lam)
             accepted = False
             while esteps < self.max_esteps:
-                duals.gradient_step(lam, posterior, weight, length, starts, spread, self.sigma, trial)
-                decrease = duals.step_products(lam, trial, posterior, posterior, weight)[0]
+                _kernel(duals.gradient_step, lam, posterior, weight, length, starts, spread, self.sigma, trial)
+                decrease = _kernel(duals.step_products, lam, trial, posterior, posterior, weight)[0]
                 if decrease == 0.0:  # the projection takes the step back: lambda is optimal
                     break
                 new, new_objective, new_posterior = self._run(run, params, trial, groups)
@@ -185,7 +190,7 @@ class PosteriorSparsity:
                 length *= SHRINK
             if not accepted:
                 break
-            _, ss, sy, moved = duals.step_products(lam, trial, posterior, new_posterior, weight)
+            _, ss, sy, moved = _kernel(duals.step_products, lam, trial, posterior, new_posterior, weight)
             if sy > 0:  # Barzilai-Borwein
                 length = ss / sy
             result, objective, lam, posterior = new, new_objective, trial, new_posterior
@@ -203,7 +208,20 @@ class PosteriorSparsity:
     def _norm(posterior: np.ndarray, groups: TokenGroups) -> float:
         """The L1/Linf norm per word type: the summed largest posterior of each state (the soft
         number of states a type uses)."""
-        return duals.summed_max(posterior, groups.starts) / max(groups.types, 1)
+        return _kernel(duals.summed_max, posterior, groups.starts) / max(groups.types, 1)
+
+
+def _kernel(kernel: Callable, rows: np.ndarray, *args):
+    """kernel(rows, *args), one of emc/runtime/sparsity_duals.py's parallel kernels over the token
+    rows of `rows`, on one thread when they are few (PARALLEL_ROWS)."""
+    if len(rows) >= PARALLEL_ROWS:
+        return kernel(rows, *args)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return kernel(rows, *args)
+    finally:
+        numba.set_num_threads(threads)
 
 
 def attach_sparsity(variant, problem, executor, settings) -> PosteriorSparsity | None:
