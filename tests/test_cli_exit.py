@@ -46,8 +46,12 @@ def test_the_status_of_a_failed_command_is_kept():
 
 
 def test_a_running_thread_is_waited_for():
-    # still running when the check ends (which takes a small part of that once emc is imported)
-    late = "threading.Thread(target=lambda: (time.sleep(2.0), print('thread done', flush=True))).start()\n"
+    # still running when the check ends: it waits for the command to return, then a while longer
+    late = ("import emc.cli\n"
+            "returned, command = threading.Event(), emc.cli._command\n"
+            "emc.cli._command = lambda argv: (command(argv), returned.set())[0]\n"
+            "threading.Thread(target=lambda: (returned.wait(), time.sleep(1.0), print('thread done', flush=True)))"
+            ".start()\n")
     done = _emc("check", HMM, before=late)
     assert done.returncode == 0, done.stderr
     assert "thread done" in done.stdout and "atexit ran" in done.stdout
