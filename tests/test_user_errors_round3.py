@@ -436,6 +436,21 @@ def test_fit_says_up_front_what_an_iteration_costs_and_which_sentence_dominates(
     assert "the longest sentence alone is" in err and "--max-length 12 leaves it out" in err
 
 
+def test_a_short_iteration_skips_the_cost_measurement(tmp_path, data, monkeypatch):
+    """One call's bound, far under a reported minute, spares the repeated timing (0.12-0.19 CPU s of
+    every fit); a bound near it does not."""
+    import emc.runtime.cost as cost
+
+    measured = []
+    real = cost.predicted_iteration
+    monkeypatch.setattr(cost, "predicted_iteration", lambda *args: measured.append(1) or real(*args))
+    assert fit(data, tmp_path / "run") == 0
+    assert measured == []
+    monkeypatch.setattr(cost, "REPORT_SECONDS", 1e-9)
+    assert fit(data, tmp_path / "run2") == 0
+    assert measured == [1]
+
+
 def test_the_warm_up_runs_the_shortest_example_not_the_first(tmp_path, monkeypatch):
     """A 3,000-token first sentence under the DMV kept `emc info` and `emc fit` in their warm-up
     (compiling the E-step on example 0) for hours, before the cost could be said."""
