@@ -46,11 +46,12 @@ def _end_process(status: int) -> None:
     modules) took about 0.3 of a warm `emc fit`'s 1.3 CPU seconds, for memory the system takes
     back at once (bench/README.md, "Start-up, round 5"). The atexit handlers run first (a
     temporary folder's cleanup, multiprocessing's, coverage's), then the output is flushed; while
-    another thread runs, the ordinary exit waits for it instead."""
+    another thread runs, or a profiler or tracer watches (`python -m cProfile -m emc.cli` writes its
+    numbers after the command returns), the ordinary exit takes over instead."""
     import atexit
     import threading
 
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or sys.getprofile() is not None or sys.gettrace() is not None:
         return
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -62,3 +62,13 @@ def test_main_called_with_arguments_returns():
     from emc.cli import main
 
     assert main(["check", HMM]) == 0  # a caller's process (the tests') goes on
+
+
+def test_a_profiled_run_keeps_its_profile(tmp_path):
+    """cProfile writes its numbers after the command returns: with a profiler watching, the
+    ordinary exit takes over."""
+    profile = tmp_path / "emc.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "emc.cli", "check", HMM],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert profile.stat().st_size > 0
