@@ -18,6 +18,7 @@ from emc.runtime.kernels import batch_estep, estep_batch_for
 from emc.spec.check import check
 from emc.spec.parse import parse_file
 from emc.structures.rules.contract import contract_rows, scatter_rows, transposed, weight_block
+from emc.structures.rules.lanes import LANES
 from emc.structures.semiring import SUM
 from helpers import problem_from_lines, random_params
 from random_programs import random_program
@@ -35,9 +36,9 @@ ONE_BY_ONE = ["hsmm.em", "hmm_prevword.em"]
 
 
 def lines_for(name: str, alphabet: str, longest: int, rng: np.random.Generator) -> list[str]:
-    # many short examples (a group of length 1 or 2 outgrows LANES), a lone long one, and "z",
-    # which the test makes impossible
-    lengths = list(rng.integers(1, longest, 110)) + [longest + 3]
+    # many short examples, a group of one length that outgrows LANES, a lone long one, and "z" (in
+    # two of the first), which the test makes impossible
+    lengths = list(rng.integers(1, longest, 110)) + [longest + 1] * (LANES + 5) + [longest + 3]
     letters = [rng.choice(list(alphabet), size=k) for k in lengths]
     letters[5][0] = letters[40][-1] = "z"
     joiner = "" if "segment" in name else " "

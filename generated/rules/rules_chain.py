@@ -614,7 +614,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 
 # The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
 # lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
-LANES = 32
+LANES = 128
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
 SAVED = 1  # chart-sized parts of the inside's results the outside reads again, one a contraction
 

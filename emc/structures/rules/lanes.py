@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from emc.structures.rules.emit import Nest
 
 # examples a batched pass advances together: the chain's E-step (bench/rules_speed.py) took 2.58x its
-# built-in twin's time with 16, 2.09x with 32, 2.14x with 64 (fewer groups are full)
-LANES = 32
+# built-in twin's time with 16, 2.09x with 32, 2.14x with 64 before its sums over states became matrix
+# products; with them, on all of CoNLL-2000 (quiet, one process alternating): 146.5 ms with 32,
+# 134.8 ms with 128 (the built-in 80.7 ms), the products' BLAS calls wider
+LANES = 128
 # the fewest examples an E-step call runs as lanes: with fewer, few lengths have company, and the
 # lanes' code (about 10 s to compile, once per spec on a machine) would not pay for itself
 BATCH_MIN = 1000
