@@ -41,14 +41,25 @@ def _seconds_per_call(executor, params: ParamState, examples: np.ndarray) -> flo
     return (time.perf_counter() - started) / runs
 
 
+def _short_length(lengths: np.ndarray) -> float:
+    """The length the probes time first: the median, kept within 4..20 tokens."""
+    return float(max(4.0, min(np.median(lengths), 20.0)))
+
+
+def _nearest(lengths: np.ndarray, target: float) -> np.ndarray:
+    """The examples nearest `target` in length, nearest first, within half of it (never a long
+    sentence: it may take minutes), or the one nearest."""
+    order = np.argsort(np.abs(lengths - target), kind="stable")
+    near = order[np.abs(lengths[order] - target) <= target / 2]
+    return near if len(near) else order[:1]
+
+
 def _probe(executor, params: ParamState, lengths: np.ndarray, target: float, overhead: float) -> tuple[float, float]:
     """(seconds per example of the E-step, their mean length) over the sentences nearest `target`
     in length, without a call's own `overhead` (the count buffers a call zeroes: for an HMM over
     CoNLL-2000's words 12 ms, as much as 700 sentences' dynamic programs): the group grows from
     PROBE_EXAMPLES until its work outweighs the overhead."""
-    order = np.argsort(np.abs(lengths - target), kind="stable")
-    near = order[np.abs(lengths[order] - target) <= target / 2]  # never a long sentence: it may take minutes
-    order = near if len(near) else order[:1]
+    order = _nearest(lengths, target)
     size = PROBE_EXAMPLES
     while True:
         group = order[:size]
@@ -70,7 +81,7 @@ def predicted_iteration(executor, params: ParamState, power: float | None = None
     """(seconds an iteration's E-step will take, the longest sentence's share of them, the length of
     the next longest), or None when the corpus has too few lengths to measure the growth on."""
     lengths = np.asarray(executor.lengths, np.float64)
-    short = float(max(4.0, min(np.median(lengths), 20.0)))
+    short = _short_length(lengths)
     shortest = np.argsort(lengths, kind="stable")[:1]
     overhead = _seconds_per_call(executor, params, shortest) * 0.9  # a call on the shortest sentence: mostly overhead
     t1, l1 = _probe(executor, params, lengths, short, overhead)
@@ -91,10 +102,7 @@ def quick_bound(executor, params: ParamState, power: float | None) -> float:
     growth where the cost model names none. The measurement it spares (predicted_iteration) took
     0.12-0.19 CPU s of every fit."""
     lengths = np.asarray(executor.lengths, np.float64)
-    short = float(max(4.0, min(np.median(lengths), 20.0)))
-    order = np.argsort(np.abs(lengths - short), kind="stable")
-    near = order[np.abs(lengths[order] - short) <= short / 2]
-    group = (near if len(near) else order[:1])[:PROBE_EXAMPLES]
+    group = _nearest(lengths, _short_length(lengths))[:PROBE_EXAMPLES]
     started = time.perf_counter()
     executor.estep(params, group, SUM, np.ones(len(group)))
     per_example = (time.perf_counter() - started) / len(group)
@@ -104,9 +112,10 @@ def quick_bound(executor, params: ParamState, power: float | None) -> float:
 def say_iteration_cost(executor, params: ParamState, cost: str, say: Callable[[str], None]) -> None:
     """Say, when it is long, what an iteration will cost (`cost`: the structure's cost model, in
     words), and which sentence makes it so."""
-    if quick_bound(executor, params, length_power(cost)) < REPORT_SECONDS / QUICK_MARGIN:
+    power = length_power(cost)
+    if quick_bound(executor, params, power) < REPORT_SECONDS / QUICK_MARGIN:
         return
-    predicted = predicted_iteration(executor, params, length_power(cost))
+    predicted = predicted_iteration(executor, params, power)
     if predicted is None or predicted[0] < REPORT_SECONDS:
         return
     seconds, share, next_longest = predicted
