@@ -199,18 +199,19 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b2
             top = max(top, chart[cell])
         if top > 0.0:
+            shrink = 1.0 / top
             if lev == 0:
                 cell = b0
-                chart[cell] /= top
+                chart[cell] *= shrink
             rc0 = lev - 1
             if lo1_0 <= rc0 < lo1_0 + z1_0:
                 for rc1 in range(lo1_1, lo1_1 + z1_1):
                     for rc2 in range(lo1_2, lo1_2 + z1_2):
                         cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
-                        chart[cell] /= top
+                        chart[cell] *= shrink
             if lev == (n + 2):
                 cell = b2
-                chart[cell] /= top
+                chart[cell] *= shrink
             ls[lev] = ref + np.log(top)
         else:
             ls[lev] = -np.inf
@@ -806,6 +807,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_rf = np.empty(ln, np.float64)
     rl_ru0 = np.empty(ln, np.float64)
     rl_rw1 = np.empty(ln, np.float64)
+    rl_shrink = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
@@ -924,21 +926,23 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for lq in range(ln):
                 ls[np.uint64(ln * lev + lq)] = -np.inf
             continue
+        for lq in range(ln):
+            rl_shrink[np.uint64(lq)] = 1.0 / rl_top[np.uint64(lq)]
         if lev == 0:
             cell = b0
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         rc0 = lev - 1
         if lo1_0 <= rc0 < lo1_0 + z1_0:
             for rc1 in range(lo1_1, lo1_1 + z1_1):
                 for rc2 in range(lo1_2, lo1_2 + z1_2):
                     cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
                     for lq in range(ln):
-                        chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+                        chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         if lev == (n + 2):
             cell = b2
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
             ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
         live[lev] = 1

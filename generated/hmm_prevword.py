@@ -173,14 +173,15 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b1
             top = max(top, chart[cell])
         if top > 0.0:
+            shrink = 1.0 / top
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 for rc1 in range(lo0_1, lo0_1 + z0_1):
                     cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             if lev == (n + 2):
                 cell = b1
-                chart[cell] /= top
+                chart[cell] *= shrink
             ls[lev] = ref + np.log(top)
         else:
             ls[lev] = -np.inf

@@ -212,17 +212,18 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
                     top = max(top, chart[cell])
         if top > 0.0:
+            shrink = 1.0 / top
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 for rc1 in range(lo0_1, lo0_1 + z0_1):
                     cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             rc0 = lev - 1
             if lo1_0 <= rc0 < lo1_0 + z1_0:
                 for rc1 in range(lo1_1, lo1_1 + z1_1):
                     for rc2 in range(lo1_2, lo1_2 + z1_2):
                         cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
-                        chart[cell] /= top
+                        chart[cell] *= shrink
             ls[lev] = ref + np.log(top)
         else:
             ls[lev] = -np.inf

@@ -417,41 +417,42 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b6
             top = max(top, chart[cell])
         if top > 0.0:
+            shrink = 1.0 / top
             for rc0 in range(lo0_0, lo0_0 + z0_0):
                 rc1 = rc0 + lev - 1
                 if lo0_1 <= rc1 < lo0_1 + z0_1:
                     for rc2 in range(lo0_2, lo0_2 + z0_2):
                         cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1 + (rc2 - lo0_2) * s0_2
-                        chart[cell] /= top
+                        chart[cell] *= shrink
             for rc0 in range(lo1_0, lo1_0 + z1_0):
                 rc1 = rc0 + lev - 1
                 if lo1_1 <= rc1 < lo1_1 + z1_1:
                     cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             for rc0 in range(lo2_0, lo2_0 + z2_0):
                 rc1 = rc0 + lev - 1
                 if lo2_1 <= rc1 < lo2_1 + z2_1:
                     cell = b2 + (rc0 - lo2_0) * s2_0 + (rc1 - lo2_1) * s2_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             for rc0 in range(lo3_0, lo3_0 + z3_0):
                 rc1 = rc0 + lev - 1
                 if lo3_1 <= rc1 < lo3_1 + z3_1:
                     for rc2 in range(lo3_2, lo3_2 + z3_2):
                         cell = b3 + (rc0 - lo3_0) * s3_0 + (rc1 - lo3_1) * s3_1 + (rc2 - lo3_2) * s3_2
-                        chart[cell] /= top
+                        chart[cell] *= shrink
             for rc0 in range(lo4_0, lo4_0 + z4_0):
                 rc1 = rc0 + lev - 1
                 if lo4_1 <= rc1 < lo4_1 + z4_1:
                     cell = b4 + (rc0 - lo4_0) * s4_0 + (rc1 - lo4_1) * s4_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             for rc0 in range(lo5_0, lo5_0 + z5_0):
                 rc1 = rc0 + lev - 1
                 if lo5_1 <= rc1 < lo5_1 + z5_1:
                     cell = b5 + (rc0 - lo5_0) * s5_0 + (rc1 - lo5_1) * s5_1
-                    chart[cell] /= top
+                    chart[cell] *= shrink
             if lev == (n + 2):
                 cell = b6
-                chart[cell] /= top
+                chart[cell] *= shrink
             ls[lev] = ref + np.log(top)
         else:
             ls[lev] = -np.inf

@@ -133,10 +133,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b0 + (rc0 - lo0_0) * s0_0
             top = max(top, chart[cell])
         if top > 0.0:
+            shrink = 1.0 / top
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 cell = b0 + (rc0 - lo0_0) * s0_0
-                chart[cell] /= top
+                chart[cell] *= shrink
             ls[lev] = ref + np.log(top)
         else:
             ls[lev] = -np.inf
@@ -511,6 +512,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rw0 = np.empty(ln, np.float64)
+    rl_shrink = np.empty(ln, np.float64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
     for lev in range(n + 3):
@@ -579,11 +581,13 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for lq in range(ln):
                 ls[np.uint64(ln * lev + lq)] = -np.inf
             continue
+        for lq in range(ln):
+            rl_shrink[np.uint64(lq)] = 1.0 / rl_top[np.uint64(lq)]
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] /= rl_top[np.uint64(lq)]
+                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
             ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
         live[lev] = 1

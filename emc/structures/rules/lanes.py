@@ -45,7 +45,7 @@ INTEGER = re.compile(r"(token_\d+|cell|rv\d+|rc\d+)")
 WIDTH = "ln"  # the lanes in use
 IDENT = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\b")
 ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*(=|\+=|-=|\*=|/=)\s*(.*)$")
-STORE = re.compile(r"^([A-Za-z_]\w*)\[(.*)\]\s*(=|\+=|/=)\s*(.*)$")
+STORE = re.compile(r"^([A-Za-z_]\w*)\[(.*)\]\s*(=|\+=|\*=)\s*(.*)$")
 
 
 class NotLaneable(Exception):
@@ -309,11 +309,11 @@ def _all_or_none(flag: str, local: str, if_all: list[str]) -> list[str]:
 def lanes_inside(reference: list[str], values: list[str], top: list[str], scale: list[str], goal: list[str],
                  products: list[str]) -> tuple[list[str], list[str]]:
     """The inside pass over the lanes from the one-example pass's pieces (codegen._inside): the
-    level's reference scale (`ref`), its values, their largest (`top`) and the division by it;
+    level's reference scale (`ref`), its values, their largest (`top`) and the scaling by its inverse;
     then log Z per lane into log_z. live[lev] says whether the level holds anything (in every
     lane, or in none); `products`: the contractions' arrays (contraction.py). The lines and the
     arrays over the lanes they use."""
-    arrays, given, varying = {"chart", "ls", *products}, {"first": "firsts"}, {"ref", "top", "total"}
+    arrays, given, varying = {"chart", "ls", *products}, {"first": "firsts"}, {"ref", "top", "shrink", "total"}
     spread: set[str] = set(varying)
     pieces = []
     for piece in (reference, values, top, scale, goal):
