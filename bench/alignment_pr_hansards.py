@@ -6,7 +6,7 @@ plain HMM aligner, by agreement, and eflomal on the same pairs in the same run w
 (`pip install eflomal`, the `bench` extra).
 
     python bench/alignment_pr_hansards.py [--iterations 5] [--constraint-esteps 20] [--no-eflomal]
-        [--only NAME ...] [--halves]
+        [--only NAME ...] [--halves] [--threads N]
 
 The training text and protocol are bench/alignment_hansards.py's: 2,867 lowercased pairs (the
 training sample, trial and test), English as the source side; each HMM starts from 5 iterations
@@ -24,6 +24,10 @@ symmetrisations. Seconds: the fit's wall time (both directions, IBM 1 included) 
 its EM iterations (RUN/log.jsonl), on a shared machine, and the CPU seconds of the fit's process
 (or eflomal's), which the other jobs of a shared machine disturb less.
 
+--threads N gives emc (NUMBA_NUM_THREADS) and eflomal (OMP_NUM_THREADS: its two directions run
+in parallel) the same number of threads; without it each takes what its environment gives, which
+on a 2-core machine is one thread for emc under NUMBA_NUM_THREADS=1 but two for eflomal.
+
 --halves adds each row's AER on two fixed halves of the test pairs, the odd and the even sentence
 numbers of test.wa.nonullalign (1, 3, ..., 447: 224 pairs; 2, 4, ..., 446: 223), scored from the
 links the decode prints: a schedule chosen on one half's AER can be judged on the other's.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -192,7 +197,7 @@ def row(name: str, links: str, aer: float, precision: float, recall: float, seco
         per_iteration: float | None, cpu: float, halves: dict[str, float] | None = None) -> None:
     each = "-" if per_iteration is None else f"{per_iteration:.1f}"
     split = "" if halves is None else "".join(f" {halves[half]:>6.2f}" for half in HALVES)
-    print(f"{name:<28} {links:<34} {aer:>6.2f} {precision:>7.1f} {recall:>6.1f} {seconds:>6.0f} {cpu:>6.0f} {each:>6}"
+    print(f"{name:<28} {links:<34} {aer:>6.2f} {precision:>7.1f} {recall:>6.1f} {seconds:>6.1f} {cpu:>6.1f} {each:>6}"
           f"{split}", flush=True)
 
 
@@ -205,13 +210,17 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these of emc's configurations (their names)")
     parser.add_argument("--halves", action="store_true",
                         help="also the AER of the odd- and of the even-numbered test pairs (two more columns)")
+    parser.add_argument("--threads", type=int, help="threads for emc and for eflomal alike (both run as subprocesses)")
     args = parser.parse_args()
+    if args.threads:
+        os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         pairs = bitext(args.data, TRAIN, tmp / "train.txt")
         test_pairs = bitext(args.data, ["test"], tmp / "test.txt")
         print(f"training: {pairs} pairs; {args.iterations} EM iterations after 5 of IBM 1; AER on the {test_pairs} "
-              f"test pairs; fit s: both directions, on a shared machine")
+              f"test pairs; fit s: both directions, on a shared machine; threads: "
+              f"{args.threads or 'as the environment gives them'}")
         split = "".join(f" {half + ' %':>6}" for half in HALVES) if args.halves else ""
         print(f"{'model':<28} {'links':<34} {'AER %':>6} {'prec %':>7} {'rec %':>6} {'fit s':>6} {'cpu s':>6} "
               f"{'s/iter':>6}{split}")
