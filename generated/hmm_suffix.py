@@ -281,6 +281,18 @@ WIDE, WIDE_BATCH = 256, 256
 
 
 @njit(cache=True)
+def _most_rows(lengths, order, batch):
+    """The most positions any batch of `batch` consecutive examples of `order` holds."""
+    most = 0
+    for first in range(0, order.shape[0], batch):
+        rows = 0
+        for q in order[first:first + batch]:
+            rows += lengths[q]
+        most = max(most, rows)
+    return most
+
+
+@njit(cache=True)
 def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, log_z, deferred):
     """The sum-semiring estep_example over `examples` (log Z into log_z), BATCH (from WIDE states
     on WIDE_BATCH) at a time, longest first, through the batched DP (dp.marginals_batch); the
@@ -306,16 +318,20 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
     readers = _emission_readers(params, meta)
     edge_marg = np.zeros((K, K))
     batch = BATCH if K < WIDE else WIDE_BATCH
+    # every batch's rows in two buffers taken once: arrays this size taken afresh for each batch
+    # came back from the kernel as new zeroed pages (3% of an iteration at 256 states)
+    most = _most_rows(lengths, order, batch) * K
+    node_rows, marg_rows = np.empty(most), np.empty(most)
     for first in range(0, batched, batch):
         group = order[first:first + batch]
         size = group.shape[0]
         group_lengths = lengths[group]
         group_weights = weights[group]
         active, start = dp.batch_layout(group_lengths)
-        node = np.empty((start[-1], K))
+        node = node_rows[:start[-1] * K].reshape(start[-1], K)
         for b in range(size):
             _emission_into(examples[group[b]], ints, layout, meta, readers, node, start, b)
-        marg = np.empty((start[-1], K))
+        marg = marg_rows[:start[-1] * K].reshape(start[-1], K)
         group_log_z = np.empty(size)
         dp.marginals_batch(group_lengths, node, trans, trans_t, initial, final, group_weights, marg, edge_marg,
                            group_log_z)
