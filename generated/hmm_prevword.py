@@ -173,7 +173,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b1
             top = max(top, chart[cell])
         if top > 0.0:
-            shrink = 1.0 / top
+            shrink = min(1.0 / top, 1e+300)
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 for rc1 in range(lo0_1, lo0_1 + z0_1):
@@ -182,7 +182,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if lev == (n + 2):
                 cell = b1
                 chart[cell] *= shrink
-            ls[lev] = ref + np.log(top)
+            ls[lev] = ref - np.log(shrink)
         else:
             ls[lev] = -np.inf
     total = 0.0

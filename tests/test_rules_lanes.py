@@ -20,8 +20,9 @@ from emc.spec.parse import parse_file
 from emc.structures.rules.contract import contract_rows, scatter_rows, transposed, weight_block
 from emc.structures.rules.lanes import LANES
 from emc.structures.semiring import SUM
-from helpers import problem_from_lines, random_params
+from helpers import check_against_enumeration, problem_from_lines, random_params
 from random_programs import random_program
+from reference import rule_decoded_form, rule_structures
 
 # (spec, overrides, alphabet, longest, contractions): the position-indexed programs in specs/ that
 # run as lanes, and how many of their rules the lanes run as matrix products (each in the inside
@@ -136,3 +137,31 @@ def test_matrix_products_equal_their_sums(klo, khi, jlo, jhi):
     expected = chart.copy()
     expected[base * ln:(base + len(js)) * ln] += (w.T @ heads.reshape(len(ks), ln)).ravel()
     assert np.allclose(out, expected)
+
+
+def test_a_level_of_subnormal_values_keeps_its_scale(tmp_path):
+    """A word every state emits with a probability near 1e-310 makes its level's values subnormal,
+    where 1 / the level's largest value overflows: the level is then scaled by at most
+    codegen.SHRINK_MOST. One example at a time, log Z, the counts and the Viterbi derivation equal
+    enumeration (the counts were infinite before: the next level's scale factor overflowed); as
+    lanes, log Z equals it. (The lanes' counts at such a level are not exact yet: their product
+    multiplies the scale factor and the head's outside, both near 1e150, before the tiny factor.)"""
+    spec = (ROOT / "specs" / "rules" / "chain.em").read_text(encoding="utf-8")
+    problem = problem_from_lines(tmp_path, spec, ["a b"] * 6 + ["b a"] * 6, None, {"states": 2})
+    params = random_params(problem, np.random.default_rng(5))
+    rare = problem.corpus.fields["x"].vocab.lookup("b")
+    for table in problem.layout.learned():
+        if table.outcome_spaces == ("vocab:x",):
+            params.theta[table.entries][table.local_outcomes() == rare] *= 1e-310
+    check_against_enumeration(problem, params, 0, rule_structures(problem, 0), lambda d: rule_decoded_form(problem, d))
+
+    module, examples = problem.model.module, np.arange(problem.n_examples, dtype=np.int64)
+    counts = (np.zeros(problem.layout.size), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    log_z = np.empty(len(examples))
+    left = module.estep_batch(examples, problem.ints, problem.array_bounds, problem.meta, params.abi(),
+                              LocalExecutor(problem, threads=1).prepare(params), np.ones(len(examples)), counts, log_z,
+                              np.empty(len(examples), np.int64))
+    assert left == 0  # both lengths' groups ran as lanes
+    expected_log_z = one_by_one(problem, params, np.ones(len(examples)))[1]
+    assert np.all(expected_log_z < -700)  # the subnormal factor is in every example
+    np.testing.assert_allclose(log_z, expected_log_z, rtol=1e-11)

@@ -164,7 +164,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b1
             top = max(top, chart[cell])
         if top > 0.0:
-            shrink = 1.0 / top
+            shrink = min(1.0 / top, 1e+300)
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 for rc1 in range(lo0_1, lo0_1 + z0_1):
@@ -173,7 +173,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             if lev == (n + 2):
                 cell = b1
                 chart[cell] *= shrink
-            ls[lev] = ref + np.log(top)
+            ls[lev] = ref - np.log(shrink)
         else:
             ls[lev] = -np.inf
     total = 0.0
@@ -747,7 +747,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 ls[np.uint64(ln * lev + lq)] = -np.inf
             continue
         for lq in range(ln):
-            rl_shrink[np.uint64(lq)] = 1.0 / rl_top[np.uint64(lq)]
+            rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             for rc1 in range(lo0_1, lo0_1 + z0_1):
@@ -759,7 +759,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for lq in range(ln):
                 chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0

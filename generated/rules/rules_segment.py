@@ -133,12 +133,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
             cell = b0 + (rc0 - lo0_0) * s0_0
             top = max(top, chart[cell])
         if top > 0.0:
-            shrink = 1.0 / top
+            shrink = min(1.0 / top, 1e+300)
             rc0 = lev - 1
             if lo0_0 <= rc0 < lo0_0 + z0_0:
                 cell = b0 + (rc0 - lo0_0) * s0_0
                 chart[cell] *= shrink
-            ls[lev] = ref + np.log(top)
+            ls[lev] = ref - np.log(shrink)
         else:
             ls[lev] = -np.inf
     total = 0.0
@@ -582,14 +582,14 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 ls[np.uint64(ln * lev + lq)] = -np.inf
             continue
         for lq in range(ln):
-            rl_shrink[np.uint64(lq)] = 1.0 / rl_top[np.uint64(lq)]
+            rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
                 chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] + np.log(rl_top[np.uint64(lq)])
+            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0

@@ -26,6 +26,8 @@ TEMPLATE = "rules.py.j2"
 # The arguments are the spec's (`structure tags(x, states=45)`): their meta constants are numbered
 # (M_0, ...; emc/codegen/render.py), and extra_context finds them by their slots' labels.
 ARGUMENTS_FROM_SPEC = True
+# The most a level's values are scaled up by: 1 / (the largest normal double) would overflow
+SHRINK_MOST = 1e300
 
 
 def arrays(binding: Binding) -> list[str]:
@@ -188,7 +190,7 @@ def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
     reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=None)
     return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(reference),
             "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(values), *_pad(top),
-            "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref + np.log(top)", "    else:",
+            "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
             "        ls[lev] = -np.inf"]
 
 
@@ -223,8 +225,9 @@ def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions 
         staged = None if batched else two_stage_inside(nest, target, 0)
         values += staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not batched)
     top = ["top = 0.0", *_level_cells(names, "top = max(top, chart[cell])", 0)]
-    # one division a level, then products: a division per cell cost the chain's lanes 12%
-    scale = ["shrink = 1.0 / top", *_level_cells(names, "chart[cell] *= shrink", 0)]
+    # one division a level, then products (a division per cell cost the chain's lanes 12%); capped
+    # because 1 / top overflows when top is subnormal: ls records the scale applied, not log(top)
+    scale = [f"shrink = min(1.0 / top, {SHRINK_MOST})", *_level_cells(names, "chart[cell] *= shrink", 0)]
     return reference, values, top, scale
 
 

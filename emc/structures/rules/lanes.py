@@ -329,7 +329,8 @@ def lanes_inside(reference: list[str], values: list[str], top: list[str], scale:
     lines += _indent([f"for {LANE} in range({WIDTH}):", f"    {level} = {ref_at}", *values, *top])
     lines += _indent(_all_or_none(f"not {top_at} > 0.0", "rdead",
                                   [f"for {LANE} in range({WIDTH}):", f"    {level} = -np.inf", "continue"]))
-    lines += _indent([*scale, f"for {LANE} in range({WIDTH}):", f"    {level} = {ref_at} + np.log({top_at})", "live[lev] = 1"])
+    shrink_at = f"rl_shrink[{LANE_INDEX}]"
+    lines += _indent([*scale, f"for {LANE} in range({WIDTH}):", f"    {level} = {ref_at} - np.log({shrink_at})", "live[lev] = 1"])
     lines += [*goal, f"for {LANE} in range({WIDTH}):", f"    log_z[{LANE_INDEX}] = -np.inf", f"    if {total_at} > 0.0:",
               f"        log_z[{LANE_INDEX}] = np.log({total_at}) + ls[np.uint64({WIDTH} * glev + {LANE})]"]
     return lines, sorted(spread)
