@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,19 @@ def _note(*parts: Any, **kw: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run a command (`argv`, or the process's own command line) and return its exit status; run
     as the process's command line (the `emc` script, `python -m emc.cli`), end the process there."""
+    if argv is None:
+        signal.signal(signal.SIGTERM, _stop_as_ctrl_c)
     status = _command(argv)
     if argv is None:
         _end_process(status)
     return status
+
+
+def _stop_as_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM (`kill`, a batch system's time limit, `docker stop`) ends a command as Ctrl-C does:
+    a fit saves the model so far and says how to resume it, where the signal's default would lose
+    the step under way and say nothing."""
+    raise KeyboardInterrupt
 
 
 def _end_process(status: int) -> None:

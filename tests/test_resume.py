@@ -75,7 +75,10 @@ def test_sigkill_then_resume_ends_like_an_uninterrupted_run(tmp_path, data, extr
     assert steps == list(range(1, len(steps) + 1))
 
 
-def test_ctrl_c_saves_and_exits_cleanly(tmp_path, data):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_saves_and_exits_cleanly(tmp_path, data, stop):
+    """Ctrl-C, or SIGTERM (`kill`, a batch system's time limit), mid-fit: the model so far is saved
+    and the message says how to resume."""
     run = tmp_path / "run"
     # far more iterations than it can run before the signal: on a loaded machine 1000 tiny ones
     # could finish between the poll and the signal
@@ -90,12 +93,12 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path, data):
     while steps_done(run) < 2 and time.time() < deadline:
         time.sleep(0.05)
     assert steps_done(run) >= 2, "the fit did not get going in time"
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     try:
         _, err = process.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGABRT)
-        pytest.fail(f"the fit did not end within 60 s of Ctrl-C; where it was:\n{process.communicate()[1]}")
+        pytest.fail(f"the fit did not end within 60 s of {stop!r}; where it was:\n{process.communicate()[1]}")
     assert process.returncode == 130, err
     assert "interrupted after" in err and "--resume" in err and "Traceback" not in err
     assert (run / "params.npz").exists() and (run / "run.json").exists()
@@ -144,11 +147,14 @@ def test_a_closed_stderr_does_not_lose_the_fit(tmp_path, data):
     assert (run / "params.npz").exists()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("writer", ["checkpoint", "file"])
-def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypatch, writer):
-    """Ctrl-C landing inside a checkpoint's (or any run file's) write is held back until the file is
-    whole and renamed, then raised: no temporary file is left, and no half-made zip file (its
-    __del__ printed a traceback after an interrupted fit had been saved)."""
+def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypatch, writer, stop):
+    """Ctrl-C (or SIGTERM, with the handler the `emc` command sets) landing inside a checkpoint's
+    (or any run file's) write is held back until the file is whole and renamed, then raised: no
+    temporary file is left, and no half-made zip file (its __del__ printed a traceback after an
+    interrupted fit had been saved)."""
+    from emc.cli import _stop_as_ctrl_c
     from emc.runtime.checkpoint import load_checkpoint, save_checkpoint
     from emc.io.atomic import atomic_write
     from emc.runtime.params import ParamState
@@ -156,12 +162,13 @@ def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypat
 
     real_fsync = os.fsync
 
-    def interrupted_fsync(fd):  # Ctrl-C arrives in the middle of the write
-        os.kill(os.getpid(), signal.SIGINT)
+    def interrupted_fsync(fd):  # the signal arrives in the middle of the write
+        os.kill(os.getpid(), stop)
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", interrupted_fsync)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the suite ignores it
+    handler = signal.default_int_handler if stop == signal.SIGINT else _stop_as_ctrl_c
+    previous = signal.signal(stop, handler)  # even if the suite ignores it
     try:
         with pytest.raises(KeyboardInterrupt):
             if writer == "checkpoint":
@@ -170,7 +177,7 @@ def test_a_ctrl_c_while_a_file_is_written_waits_for_the_file(tmp_path, monkeypat
             else:
                 atomic_write(tmp_path / "run.json", "{}")
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(stop, previous)
     written = "checkpoint.npz" if writer == "checkpoint" else "run.json"
     assert [p.name for p in tmp_path.iterdir()] == [written]
     if writer == "checkpoint":

@@ -1,6 +1,6 @@
 """Files written whole: to a temporary name in the same directory, then renamed over the target,
 so a reader (another process, or `emc fit --resume` after a kill) sees the old file or the new
-one, never half of one; and Ctrl-C waits until the file is in place."""
+one, never half of one; and Ctrl-C (or SIGTERM) waits until the file is in place."""
 from __future__ import annotations
 
 import os
@@ -21,23 +21,30 @@ def write_failed(path: Path, err: OSError) -> EmcError:
     return EmcError(f"{path}: cannot write ({what}){'; the previous file is kept' if path.exists() else ''}")
 
 
+STOPS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and `kill` or a batch system's time limit
+
+
 @contextmanager
-def ctrl_c_deferred() -> Iterator[None]:
-    """Ctrl-C (SIGINT) held back while the block runs, then delivered: a Ctrl-C inside np.savez's
-    ZipFile constructor left a half-made ZipFile whose __del__ printed a traceback after an
-    interrupted fit had been saved, and a temporary file in the run folder. Only the main thread
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM held back while the block runs, then delivered: a Ctrl-C inside
+    np.savez's ZipFile constructor left a half-made ZipFile whose __del__ printed a traceback after
+    an interrupted fit had been saved, and a temporary file in the run folder. Only the main thread
     sets signal handlers; elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {stop: signal.signal(stop, lambda signum, frame: received.append(signum)) for stop in STOPS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if received and callable(previous):
-        previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+    for stop in dict.fromkeys(received):
+        if callable(previous[stop]):
+            previous[stop](stop, None)  # Python's own SIGINT handler (or the CLI's SIGTERM one) raises KeyboardInterrupt
+        elif previous[stop] == signal.SIG_DFL:
+            signal.raise_signal(stop)  # the default action (SIGTERM's: the process ends), late
 
 
 TMP_SUFFIX = ".tmp"
@@ -78,7 +85,7 @@ def _temporary(path: Path) -> Iterator[tuple[BinaryIO, str]]:
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A binary file to write `path` through: it replaces `path` when the block ends, synced to
     disk; if the block fails, `path` is left as it was and the temporary file is removed."""
-    with ctrl_c_deferred():
+    with stops_deferred():
         with _temporary(path) as (f, tmp):
             yield f
         _replace(tmp, path)
@@ -117,7 +124,7 @@ def staged_files(folder: Path) -> Iterator[StagedFiles]:
     """`with staged_files(run) as stage: stage.write(...)`: if any file cannot be written (a full
     disk), none replaces its old version, so a folder never mixes a new spec with old parameters."""
     stage = StagedFiles(folder)
-    with ctrl_c_deferred():
+    with stops_deferred():
         try:
             yield stage
         except BaseException:
