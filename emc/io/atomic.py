@@ -41,8 +41,8 @@ def stops_deferred() -> Iterator[None]:
         for stop, handler in previous.items():
             signal.signal(stop, handler)
     for stop in dict.fromkeys(received):
-        if callable(previous[stop]):
-            previous[stop](stop, None)  # Python's own SIGINT handler (or the CLI's SIGTERM one) raises KeyboardInterrupt
+        if callable(previous[stop]):  # Python's own SIGINT handler, or the CLI's SIGTERM one: KeyboardInterrupt
+            previous[stop](stop, None)
         elif previous[stop] == signal.SIG_DFL:
             signal.raise_signal(stop)  # the default action (SIGTERM's: the process ends), late
 
