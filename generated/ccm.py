@@ -126,7 +126,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     n = _sentence_length(ex, ints, layout)
     score = _span_scores(ex, ints, layout, meta, params)
     constituent = np.empty((n + 1, n + 1))
-    log_z = dp.marginals(semiring, score, n, constituent)
+    log_z = dp.marginals_by_pointer(semiring, score, n, constituent)
     if not log_z > -np.inf:
         return log_z
     scatter_counts(ex, ints, layout, meta, constituent, weight, counts)
@@ -141,7 +141,7 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     constituent = np.empty((n + 1, n + 1))
     # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
     # this too (a literal compiles it once more)
-    log_score = dp.marginals(np.int64(MAX), score, n, constituent)
+    log_score = dp.marginals_by_pointer(np.int64(MAX), score, n, constituent)
     for i in range(n):
         for j in range(i + 1, n + 1):
             out[dp.span_index(n, i, j)] = int(constituent[i, j])
@@ -154,7 +154,7 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
     n = _sentence_length(ex, ints, layout)
     score = _span_scores(ex, ints, layout, meta, params)
     constituent = np.empty((n + 1, n + 1))
-    log_z = dp.marginals(np.int64(ONE_SAMPLE), score, n, constituent)
+    log_z = dp.marginals_by_pointer(np.int64(ONE_SAMPLE), score, n, constituent)
     for i in range(n):
         for j in range(i + 1, n + 1):
             out[dp.span_index(n, i, j)] = int(constituent[i, j])
@@ -167,7 +167,7 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     n = _sentence_length(ex, ints, layout)
     score = _span_scores(ex, ints, layout, meta, params)
     constituent = np.empty((n + 1, n + 1))
-    log_z = dp.marginals(np.int64(SUM), score, n, constituent)
+    log_z = dp.marginals_by_pointer(np.int64(SUM), score, n, constituent)
     for i in range(n):
         for j in range(i + 1, n + 1):
             out[dp.span_index(n, i, j)] = constituent[i, j]

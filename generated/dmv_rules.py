@@ -166,7 +166,10 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     root_m = np.empty(n)
     arcs = np.empty((n, n))
     stops = np.empty((n, 2, 2, 2))
-    log_z = dp.marginals(semiring, root, attach, stop, n, root_m, arcs, stops)
+    if semiring == SUM:
+        log_z = dp.marginals_sum_by_pointer(root, attach, stop, n, root_m, arcs, stops)
+    else:
+        log_z = dp.marginals_by_pointer(semiring, root, attach, stop, n, root_m, arcs, stops)
     if not log_z > -np.inf:
         return log_z
     scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts)
@@ -206,11 +209,31 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     root_m = np.empty(n)
     arcs = np.empty((n, n))
     stops = np.empty((n, 2, 2, 2))
-    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
-    # this too (a literal compiles it once more)
-    log_z = dp.marginals(np.int64(SUM), root, attach, stop, n, root_m, arcs, stops)
+    log_z = dp.marginals_sum_by_pointer(root, attach, stop, n, root_m, arcs, stops)
     for a in range(n):
         out[a * (n + 1)] = root_m[a]
         for h in range(n):
             out[a * (n + 1) + h + 1] = arcs[h, a]
+    return log_z
+
+
+@njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
+    semiring = SUM
+    root, attach, stop = _scores(ex, ints, layout, meta, params)
+    n = root.shape[0]
+    root_m = np.empty(n)
+    arcs = np.empty((n, n))
+    stops = np.empty((n, 2, 2, 2))
+    if semiring == SUM:
+        log_z = dp.marginals_sum_by_pointer(root, attach, stop, n, root_m, arcs, stops)
+    else:
+        log_z = dp.marginals_by_pointer(semiring, root, attach, stop, n, root_m, arcs, stops)
+    if not log_z > -np.inf:
+        return log_z
+    scatter_counts(ex, ints, layout, meta, root_m, arcs, stops, weight, counts)
     return log_z

@@ -132,7 +132,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty((n, K))
     edge_marg = np.zeros((K + 1, K + 1, K + 1))
-    log_z = dp.marginals2(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals2_by_pointer(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
     dense, mark, touched = counts
@@ -177,7 +177,7 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
-    log_score = dp.viterbi2(node, trans, final, states, lo, hi, path)
+    log_score = dp.viterbi2_by_pointer(node, trans, final, states, lo, hi, path)
     for t in range(node.shape[0]):
         out[t] = path[t]
     return log_score
@@ -191,7 +191,7 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
-    log_z = dp.sample2(node, trans, final, states, lo, hi, path)
+    log_z = dp.sample2_by_pointer(node, trans, final, states, lo, hi, path)
     for t in range(node.shape[0]):
         out[t] = path[t]
     return log_z
@@ -206,6 +206,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.zeros((K + 1, K + 1, K + 1))
-    log_z = dp.marginals2(np.int64(0), node, trans, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals2_by_pointer(np.int64(0), node, trans, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

@@ -13,6 +13,7 @@ from numba import njit
 
 from emc.codegen.abi import array, entry, read
 from emc.structures.alignment import dp, links, projection
+from emc.structures.buffers import copy_into
 from emc.structures.semiring import SUM
 
 STRUCTURE = "alignment"
@@ -129,7 +130,14 @@ def _shift_links(ex, meta, derived, scores):
 # branch on meta[M_JUMP] compiled both, and the chain DP was half of IBM Model 1's cold start.
 @njit(cache=True)
 def _posterior(semiring, scores, meta, derived, posterior, jumps):
-    return dp.chain(semiring, scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
+    return dp.chain_by_pointer(semiring, scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
+
+
+# _posterior under sum: what estep_sum, the posteriors and the projection call, so that a fit under
+# sum never compiles the DP of the other semirings (the chain's, most of the aligner's cold start)
+@njit(cache=True)
+def _posterior_sum(scores, meta, derived, posterior, jumps):
+    return dp.chain_sum_by_pointer(scores, derived, meta[M_MAXJUMP], meta[M_NULL], posterior, jumps)
 
 
 # Per-example constraint bijective: E[count per a.source] <= 1 (posterior regularization). When the runtime
@@ -172,7 +180,17 @@ def _dual_objective(scores, lam, bound, sign, meta, derived, posterior, jumps):
     posterior and jumps into posterior, jumps."""
     projection.shift(scores, lam, sign, posterior)
     jumps[:] = 0.0
-    return _posterior(np.int64(SUM), posterior, meta, derived, posterior, jumps) + sign * bound * lam.sum()
+    return _posterior_sum(posterior, meta, derived, posterior, jumps) + sign * bound * lam.sum()
+
+
+@njit(cache=True)
+def _take(at, grad, posterior, jumps, trial, trial_grad, trial_posterior, trial_jumps):
+    """The trial point's lambda, gradient, posterior and jumps become the current ones (copied
+    with copy_into: a slice assignment compiles a shape check, seconds of a cold start)."""
+    copy_into(at, trial)
+    copy_into(grad, trial_grad)
+    copy_into(posterior.reshape(posterior.size), trial_posterior.reshape(trial_posterior.size))
+    copy_into(jumps, trial_jumps)
 
 
 @njit(cache=True)
@@ -201,8 +219,8 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
         trial_f = _dual_objective(scores, warm, bound, sign, meta, derived, trial_posterior, trial_jumps)
         esteps += 1
         if trial_f < f:
-            f, at[:] = trial_f, warm
-            posterior[:, :], jumps[:] = trial_posterior, trial_jumps
+            f = trial_f
+            _take(at, grad, posterior, jumps, warm, grad, trial_posterior, trial_jumps)  # grad: computed again
             projection.gradient(posterior, bound, sign, grad)
     length = 1.0
     while esteps < most and not projection.converged(grad, at, tolerance):
@@ -221,9 +239,9 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
         curved = np.dot(step, change)
         if curved > 0.0:
             length = np.dot(step, step) / curved
-        f, at[:], grad[:] = trial_f, trial, trial_grad
-        posterior[:, :], jumps[:] = trial_posterior, trial_jumps
-    warm[:] = at
+        f = trial_f
+        _take(at, grad, posterior, jumps, trial, trial_grad, trial_posterior, trial_jumps)
+    copy_into(warm, at)
     stats[1], stats[2], stats[3], stats[4] = projection.excess(grad), esteps, at.sum(), start - f
     return f
 
@@ -259,6 +277,8 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
     if _projecting(semiring, meta, derived):
         log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
+    elif semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
     else:
         log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
@@ -289,28 +309,64 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     scores = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
     if _projecting(np.int64(SUM), meta, derived):
         scores = _projected_scores(ex, ints, layout, meta, derived, scores)
-    return dp.chain_best(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
+    return dp.chain_best_by_pointer(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
 
 
 @njit(cache=True)
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """An alignment drawn from the posterior (the caller seeds the generator), as decode_example."""
     scores = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
-    return dp.chain_sample(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
+    return dp.chain_sample_by_pointer(scores, derived, meta[M_MAXJUMP], meta[M_NULL], out)
 
 
 @njit(cache=True)
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
     posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
-    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
-    # this too (a literal compiles it once more)
     if _projecting(np.int64(SUM), meta, derived):  # the projected posterior
         log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, np.zeros(_prepared(meta)))
     else:  # the jump buckets' room (derived may go on with the link shifts)
-        log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(_prepared(meta)))
+        log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(_prepared(meta)))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):
             out[j * width + i] = posterior[i, j]
+    return log_z
+
+
+@njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
+    semiring = SUM
+    flat = _link_entries(ex, ints, layout, meta)
+    posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
+    jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
+    if _projecting(semiring, meta, derived):
+        log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
+    elif semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
+    else:
+        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+    if not log_z > -np.inf:
+        return log_z
+    _add_link_counts(flat, posterior, weight, counts)
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    # jump (or diagonal) slot: the expected number of links in each bucket d
+    for d in range(jumps.shape[0]):
+        p = jumps[d] * weight
+        if p != 0.0:
+            # jump: P(a.jump)
+            cell = entry(meta, T_1, 0, d)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z

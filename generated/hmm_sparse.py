@@ -239,7 +239,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty((n, K))
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals_by_pointer(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
     if projecting:  # the projected posteriors: the dual's gradient
@@ -316,8 +316,8 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
                 sparsity.shift(derived, _prepared(K), offsets[ex], group_lengths[b], node, start, b)
         marg = marg_rows[:start[-1] * K].reshape(start[-1], K)
         group_log_z = np.empty(size)
-        dp.marginals_batch(group_lengths, node, trans, trans_t, initial, final, group_weights, marg, edge_marg,
-                           group_log_z)
+        dp.marginals_batch_by_pointer(group_lengths, node, trans, trans_t, initial, final, group_weights, marg,
+                                      edge_marg, group_log_z)
         for b in range(size):
             log_z[group[b]] = group_log_z[b]
             if group_log_z[b] > -np.inf:
@@ -337,7 +337,7 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
-    log_score = dp.viterbi(node, trans, initial, final, states, lo, hi, path)
+    log_score = dp.viterbi_by_pointer(node, trans, initial, final, states, lo, hi, path)
     for t in range(node.shape[0]):
         out[t] = path[t]
     return log_score
@@ -351,7 +351,7 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
     node = _emission_scores(ex, ints, layout, meta, params)
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     path = np.empty(node.shape[0], np.int64)
-    log_z = dp.sample(node, trans, initial, final, states, lo, hi, path)
+    log_z = dp.sample_by_pointer(node, trans, initial, final, states, lo, hi, path)
     for t in range(node.shape[0]):
         out[t] = path[t]
     return log_z
@@ -366,6 +366,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals(np.int64(0), node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals_by_pointer(np.int64(0), node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

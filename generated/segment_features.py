@@ -63,7 +63,7 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     n = offsets[ex + 1] - first
     seg = _segment_scores(ex, ints, layout, meta, params)
     marg = np.empty((n, L))
-    log_z = dp.marginals(semiring, seg, marg)
+    log_z = dp.marginals_by_pointer(semiring, seg, marg)
     if not log_z > -np.inf:
         return log_z
     dense, mark, touched = counts
@@ -114,6 +114,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(segment x[i:i+l]) at out[i * L + l - 1]."""
     seg = _segment_scores(ex, ints, layout, meta, params)
     marg = np.empty(seg.shape)
-    log_z = dp.marginals(np.int64(dp.SUM), seg, marg)  # as estep_example passes it: one compile
+    log_z = dp.marginals_by_pointer(np.int64(dp.SUM), seg, marg)  # as estep_example passes it: one compile
     out[:marg.size] = marg.ravel()
     return log_z

@@ -30,7 +30,8 @@ and may export
     estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts) -> float64
         estep_example under sum whatever `semiring` says, which the batch and online E-steps call
         in its place under sum (emc/runtime/kernels.py: estep_for): a glue whose E-step branches on the semiring (a
-        rules program's read-back for hard EM and sampling) compiles only the sum's branch there.
+        rules program's read-back for hard EM and sampling; the DMV's, the PCFG's and the HMM aligner's DP under
+        sum, the other semirings' apart) compiles only the sum's branch there.
 
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
@@ -205,7 +206,10 @@ def row_mass(params, meta, table, row):
     return row_total[r] * scale[0] + row_add_den[r]
 
 
-@njit(inline="always")
+# A call LLVM inlines, not inline="always": numba's own inlining runs its analyses over the whole
+# caller again at every call site, which in a rules program's chart passes (dozens of sites) cost
+# seconds of a cold start (bench/README.md, "Start-up, round 7").
+@njit(cache=True)
 def read(params, meta, table, row, outcome):
     return weight_at(params, meta, table, row, entry(meta, table, row, outcome))
 

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, entry, read, read_hoisted, table_reader
+from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
@@ -597,6 +598,13 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
         touched[0] = listed
 
 
+# The entry points call the chart passes through pointers: each compiled once, not linked into every
+# entry point that calls it (emc/structures/pointers.py).
+_inside_by_pointer = by_pointer(_inside)
+_outside_by_pointer = by_pointer(_outside)
+_readback_by_pointer = by_pointer(_readback)
+
+
 @njit(cache=True)
 def _buffers(ex, ints, layout, meta):
     cells = _cells(ex, ints, layout, meta)
@@ -633,17 +641,17 @@ def prepare(meta, params):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
+        _outside_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts, stack,
-                          pick)
+        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts,
+                                     stack, pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -654,20 +662,21 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
 def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     """estep_example under sum only, which the batch and online E-steps call in its place: with
     `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
-    compiles what they call (a rules program's read-back: seconds of a cold start)."""
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
     semiring = SUM
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
         out = np.zeros(chart.shape[0])
-        _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
+        _outside_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, weight, counts, np.zeros(0))
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts, stack,
-                          pick)
+        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts,
+                                     stack, pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -686,12 +695,12 @@ def _write_parts(parts, count, out):
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best derivation's parts: out[0] = their number, then PART_WIDTH values each."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_score = _inside(ex, ints, layout, meta, params, derived, np.int64(MAX), chart, ls)
+    log_score = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX), chart, ls)
     if not log_score > -np.inf:
         out[0] = 0
         return log_score
-    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(False), parts, stack,
-                      pick)
+    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(False), parts,
+                                 stack, pick)
     _write_parts(parts, max(count, 0), out)
     return log_score if count >= 0 else np.nan
 
@@ -700,12 +709,12 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """A derivation drawn from the posterior (the caller seeds the generator), as decode_example."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
     if not log_z > -np.inf:
         out[0] = 0
         return log_z
-    count = _readback(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(True), parts, stack,
-                      pick)
+    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(True), parts,
+                                 stack, pick)
     _write_parts(parts, max(count, 0), out)
     return log_z if count >= 0 else np.nan
 
@@ -715,10 +724,10 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
     token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
     out[:] = 0.0
     if not log_z > -np.inf:
         return log_z
     none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
-    _outside(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    _outside_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
     return log_z

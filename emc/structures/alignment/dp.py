@@ -28,6 +28,7 @@ from numba import njit
 from emc.structures.alignment import hmm_sum
 from emc.structures.alignment.jumps import jump_bucket
 from emc.structures.chain import dp as chain_dp
+from emc.structures.pointers import by_pointer
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM
 
@@ -262,10 +263,17 @@ def chain(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts):
     `posterior` may be `scores` itself. Under sum, the forward-backward on source positions
     (emc/structures/alignment/hmm_sum.py, a quarter of the chain DP's work)."""
     if semiring == SUM:
-        trans = jump_matrix(jump_scores, maxjump, scores.shape[0] - null)
-        null_score = jump_scores[2 * maxjump + 1] if null else 0.0
-        return hmm_sum.forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_counts)
+        return chain_sum(scores, jump_scores, maxjump, null, posterior, jump_counts)
     return chain_states(semiring, scores, jump_scores, maxjump, null, posterior, jump_counts)
+
+
+@njit(cache=True)
+def chain_sum(scores, jump_scores, maxjump, null, posterior, jump_counts):
+    """chain() under sum: what an E-step under sum calls, which then never compiles the chain DP
+    over 2l + 1 states that the other semirings run (most of the HMM aligner's cold start)."""
+    trans = jump_matrix(jump_scores, maxjump, scores.shape[0] - null)
+    null_score = jump_scores[2 * maxjump + 1] if null else 0.0
+    return hmm_sum.forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_counts)
 
 
 @njit(cache=True)
@@ -324,3 +332,11 @@ def chain_sample(scores, jump_scores, maxjump, null, links):
     """The HMM aligner: an alignment drawn from the posterior, links[j] = source position or
     NO_LINK; returns log Z (-inf: links all NO_LINK)."""
     return _chain_links(SUM, scores, jump_scores, maxjump, null, links)
+
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+chain_by_pointer = by_pointer(chain)
+chain_sum_by_pointer = by_pointer(chain_sum)
+chain_best_by_pointer = by_pointer(chain_best)
+chain_sample_by_pointer = by_pointer(chain_sample)

@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.sampling import draw, is_sampling, sample_count
+from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, plus
 
 # No reassoc: a reassociated (vectorised) reduction sums in an order that depends on where its
@@ -882,3 +883,13 @@ def dense_states(n, K):
     lo = np.zeros(n, np.int64)
     hi = np.full(n, K, np.int64)
     return states, lo, hi
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+marginals_by_pointer = by_pointer(marginals)
+marginals2_by_pointer = by_pointer(marginals2)
+viterbi_by_pointer = by_pointer(viterbi)
+viterbi2_by_pointer = by_pointer(viterbi2)
+sample_by_pointer = by_pointer(sample)
+sample2_by_pointer = by_pointer(sample2)
+marginals_batch_by_pointer = by_pointer(marginals_batch)

@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.sampling import draw_log, is_sampling, sample_count
+from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
@@ -240,6 +241,8 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     """Under sum, the expected counts of the root (root_m[h]), the attachments (arcs[h, a]) and the
     stop decisions (stops[h, dir, adj, s]); under max, those of the best tree. Returns log Z (the
     best tree's log score under max); -inf (counts all 0) when no tree is possible."""
+    if semiring == SUM:
+        return marginals_sum(root, attach, stop, n, root_m, arcs, stops)
     root_m[:] = 0.0
     arcs[:, :] = 0.0
     stops[:, :, :, :] = 0.0
@@ -248,13 +251,24 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     log_z = inside(SUM if sampling else semiring, root, attach, stop, n, cr, sr, ir, cl, sl, il)
     if not log_z > NEG_INF:
         return log_z
-    if semiring == MAX or sampling:
-        heads = np.empty(n, np.int64)
-        draws = sample_count(semiring) if sampling else 1
-        for _ in range(draws):
-            read_back(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads, sampling)
-            tree_counts(heads, n, 1.0 / draws, root_m, arcs, stops)
-    else:
+    heads = np.empty(n, np.int64)
+    draws = sample_count(semiring) if sampling else 1
+    for _ in range(draws):
+        read_back(root, attach, stop, n, cr, sr, ir, cl, sl, il, heads, sampling)
+        tree_counts(heads, n, 1.0 / draws, root_m, arcs, stops)
+    return log_z
+
+
+@njit(cache=True)
+def marginals_sum(root, attach, stop, n, root_m, arcs, stops):
+    """marginals() under sum: what an E-step under sum calls, which then never compiles the
+    read-back that the other semirings run (seconds of a cold start)."""
+    root_m[:] = 0.0
+    arcs[:, :] = 0.0
+    stops[:, :, :, :] = 0.0
+    cr, sr, ir, cl, sl, il = empty_charts(n)
+    log_z = inside(np.int64(SUM), root, attach, stop, n, cr, sr, ir, cl, sl, il)  # one compile: no literal
+    if log_z > NEG_INF:
         posteriors(root, attach, stop, n, cr, sr, ir, cl, sl, il, log_z, root_m, arcs, stops)
     return log_z
 
@@ -310,7 +324,12 @@ def harmonic_counts(n):
     tree_root = np.zeros(n)
     tree_arcs = np.zeros((n, n))
     stops = np.zeros((n, 2, 2, 2))
-    # np.int64: the literal SUM compiled marginals and inside a second time (Literal[int](0) beside the
-    # E-step's int64), a sixth of the DMV's cold start
-    marginals(np.int64(SUM), root, attach, stop, n, tree_root, tree_arcs, stops)
+    # the E-step's own DP, compiled once for both (marginals with a literal SUM compiled it, and
+    # inside, a second time: a sixth of the DMV's cold start)
+    marginals_sum(root, attach, stop, n, tree_root, tree_arcs, stops)
     return root_m, arcs, stops
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+marginals_by_pointer = by_pointer(marginals)
+marginals_sum_by_pointer = by_pointer(marginals_sum)

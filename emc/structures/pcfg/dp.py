@@ -32,6 +32,7 @@ from numba import njit
 
 from emc.structures.buffers import copy_into
 from emc.structures.sampling import draw, is_sampling, sample_count
+from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, plus
 
 NEG_INF = -np.inf
@@ -282,6 +283,8 @@ def _charts(n, K):
 def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_counts):
     """Under sum, the expected counts of one sentence (rule_counts, emit_counts, root_counts) and
     log Z; under max, the counts of the best tree and its log score (see the module docstring)."""
+    if semiring == SUM:
+        return marginals_sum(rule, emit, root, n, K, rule_counts, emit_counts, root_counts)
     rule_counts[:, :, :] = 0.0
     emit_counts[:, :] = 0.0
     root_counts[:] = 0.0
@@ -292,12 +295,26 @@ def marginals(semiring, rule, emit, root, n, K, rule_counts, emit_counts, root_c
     log_z = _root_total(chart_semiring, root, ins, ins_scale, n, K)
     if not log_z > NEG_INF:  # -inf, or NaN from NaN parameters
         return log_z
-    if semiring == MAX or sampling:
-        nodes = np.empty((2 * n - 1, 4), np.int64)
-        draws = sample_count(semiring) if sampling else 1
-        for _ in range(draws):
-            _add_tree_counts(nodes, read_back(rule, root, ins, ins_scale, n, K, nodes, sampling), 1.0 / draws,
-                             rule_counts, emit_counts, root_counts)
+    nodes = np.empty((2 * n - 1, 4), np.int64)
+    draws = sample_count(semiring) if sampling else 1
+    for _ in range(draws):
+        _add_tree_counts(nodes, read_back(rule, root, ins, ins_scale, n, K, nodes, sampling), 1.0 / draws,
+                         rule_counts, emit_counts, root_counts)
+    return log_z
+
+
+@njit(cache=True)
+def marginals_sum(rule, emit, root, n, K, rule_counts, emit_counts, root_counts):
+    """marginals() under sum: what an E-step under sum calls, which then never compiles the
+    read-back that the other semirings run (seconds of a cold start)."""
+    rule_counts[:, :, :] = 0.0
+    emit_counts[:, :] = 0.0
+    root_counts[:] = 0.0
+    ins, ins_scale = _charts(n, K)
+    semiring = np.int64(SUM)  # one compile of each pass, whoever calls it: no literal
+    inside(semiring, rule, emit, n, K, ins, ins_scale)
+    log_z = _root_total(semiring, root, ins, ins_scale, n, K)
+    if not log_z > NEG_INF:  # -inf, or NaN from NaN parameters
         return log_z
     out, out_scale = _charts(n, K)
     outside(rule, root, ins, ins_scale, n, K, out, out_scale)
@@ -360,3 +377,9 @@ def span_marginals(rule, emit, root, n, K, constituent):
                 total += ins[i, j, a] * out[i, j, a]
             constituent[i, j] = min(total * f, 1.0)
     return log_z
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+marginals_by_pointer = by_pointer(marginals)
+marginals_sum_by_pointer = by_pointer(marginals_sum)
+span_marginals_by_pointer = by_pointer(span_marginals)

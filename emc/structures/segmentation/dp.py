@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.sampling import draw, draw_log, is_sampling, sample_count
+from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, plus
 
 # No reassoc: a reassociated (vectorised) reduction sums in an order that depends on where its
@@ -303,3 +304,7 @@ def sample(seg, starts):
     """A segmentation drawn from the posterior, encoded as viterbi's; returns log Z (-inf, starts
     all 0, when every segmentation scores 0)."""
     return _read_starts(SUM, seg, starts)
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+marginals_by_pointer = by_pointer(marginals)

@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.sampling import draw_log, is_sampling, sample_count
+from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf
@@ -218,3 +219,7 @@ def random_split_marginals(n):
     constituent = np.zeros((n + 1, n + 1))
     marginals(SUM, score, n, constituent)
     return constituent
+
+
+# What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
+marginals_by_pointer = by_pointer(marginals)
