@@ -11,6 +11,7 @@ from numba import njit
 
 from emc.codegen.abi import (array, entry, read, read_hoisted, table_reader)
 from emc.structures.chain import dp
+from emc.structures.semiring import SUM
 
 STRUCTURE = "chain"
 
@@ -132,7 +133,68 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty((n, K))
     edge_marg = np.zeros((K + 1, K + 1, K + 1))
-    log_z = dp.marginals2_by_pointer(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
+    if semiring == SUM:
+        log_z = dp.marginals2_sum_by_pointer(node, trans, final, states, lo, hi, node_marg, edge_marg)
+    else:
+        log_z = dp.marginals2_by_pointer(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
+    if not log_z > -np.inf:
+        return log_z
+    dense, mark, touched = counts
+    tracked = touched.shape[0] > 0
+    listed = touched[0] if tracked else 0
+    # emission slot: every position and state
+    for t in range(n):
+        token_0 = tokens_0[first + t]
+        for k in range(K):
+            p = node_marg[t, k] * weight
+            if p != 0.0:
+                # emit: P(x | z)
+                cell = entry(meta, T_1, k, token_0)
+                if tracked and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+                dense[cell] += p
+    # transition slot: (z.prev2 = i, z.prev = j) -> k, with START = STOP = K
+    for i in range(K + 1):
+        for j in range(K + 1):
+            for k in range(K + 1):
+                p = edge_marg[i, j, k] * weight
+                if p != 0.0 and (k < K or meta[M_STOP] != 0):
+                    # trans: P(z | z.prev, z.prev2)
+                    cell = entry(meta, T_0, (j) * size_0 + i, k)
+                    if tracked and mark[cell] == 0:
+                        mark[cell] = 1
+                        listed += 1
+                        touched[listed] = cell
+                    dense[cell] += p
+    if tracked:
+        touched[0] = listed
+    return log_z
+
+
+@njit(cache=True)
+def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts):
+    """estep_example under sum only, which the batch and online E-steps call in its place: with
+    `semiring` a constant, numba drops the branches that only hard EM and sampling take and never
+    compiles what they call (a rules program's read-back, the HMM aligner's chain over 2l + 1
+    states: seconds of a cold start)."""
+    semiring = SUM
+    K = meta[M_STATES]
+    size_0 = meta[M_SIZE_0]
+    offsets = array(ints, layout, A_OFFSETS)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    trans, final = _split(derived, K)
+    node = _emission_scores(ex, ints, layout, meta, params)
+    states, lo, hi = _allowed_states(ex, ints, layout, meta)
+    node_marg = np.empty((n, K))
+    edge_marg = np.zeros((K + 1, K + 1, K + 1))
+    if semiring == SUM:
+        log_z = dp.marginals2_sum_by_pointer(node, trans, final, states, lo, hi, node_marg, edge_marg)
+    else:
+        log_z = dp.marginals2_by_pointer(semiring, node, trans, final, states, lo, hi, node_marg, edge_marg)
     if not log_z > -np.inf:
         return log_z
     dense, mark, touched = counts
@@ -206,6 +268,6 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     states, lo, hi = _allowed_states(ex, ints, layout, meta)
     node_marg = np.empty(node.shape)
     edge_marg = np.zeros((K + 1, K + 1, K + 1))
-    log_z = dp.marginals2_by_pointer(np.int64(0), node, trans, final, states, lo, hi, node_marg, edge_marg)
+    log_z = dp.marginals2_sum_by_pointer(node, trans, final, states, lo, hi, node_marg, edge_marg)
     out[:node_marg.size] = node_marg.ravel()
     return log_z

@@ -25,6 +25,7 @@ passes leave alpha at 0 for disallowed states, so constrained examples need no s
 import numpy as np
 from numba import njit
 
+from emc.structures.buffers import copy_into
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.pointers import by_pointer
 from emc.structures.semiring import MAX, SUM, plus
@@ -688,7 +689,7 @@ def _span(lo, hi, n_states, t):
 @njit(cache=True)
 def _with_start(states, K):
     ext = np.empty(states.shape[0] + 1, np.int64)
-    ext[:-1] = states
+    copy_into(ext, states)  # not ext[:-1] = states: a slice assignment compiles a shape check (seconds)
     ext[-1] = K
     return ext
 
@@ -739,31 +740,45 @@ def marginals2(semiring, node, trans, final, states, lo, hi, node_marg, edge_mar
     """Order-2 marginals: node_marg[t, k] = P(z_t = k); edge_marg[i, j, k] += E[#(i, j -> k)]
     (i, j may be START = K, k may be STOP = K). Max semiring: indicators of the best path.
     Returns log Z (or the best log score)."""
+    if semiring == SUM:
+        return marginals2_sum(node, trans, final, states, lo, hi, node_marg, edge_marg)
     n, K = node.shape
-    m = states.shape[0]
-    ext = _with_start(states, K)
     alpha = np.empty((n, K + 1, K))
     scale = np.empty(n + 1)
     log_z = forward2(SUM if is_sampling(semiring) else semiring, node, trans, final, states, lo, hi, alpha, scale)
     node_marg[:, :] = 0.0
     if log_z == NEG_INF or log_z != log_z:
         return log_z
-    if semiring == MAX or is_sampling(semiring):
-        # the best path's indicators, or the average indicators of `samples` drawn paths
-        path = np.empty(n, np.int64)
-        draws = sample_count(semiring) if is_sampling(semiring) else 1
-        share = 1.0 / draws
-        for _ in range(draws):
-            if semiring == MAX:
-                _backtrack2(node, trans, final, states, lo, hi, alpha, path)
-            else:
-                _sample_path2(trans, final, alpha, path)
-            prev2, prev = K, K
-            for t in range(n):
-                node_marg[t, path[t]] += share
-                edge_marg[prev2, prev, path[t]] += share
-                prev2, prev = prev, path[t]
-            edge_marg[prev2, prev, K] += share
+    # the best path's indicators, or the average indicators of `samples` drawn paths
+    path = np.empty(n, np.int64)
+    draws = sample_count(semiring) if is_sampling(semiring) else 1
+    share = 1.0 / draws
+    for _ in range(draws):
+        if semiring == MAX:
+            _backtrack2(node, trans, final, states, lo, hi, alpha, path)
+        else:
+            _sample_path2(trans, final, alpha, path)
+        prev2, prev = K, K
+        for t in range(n):
+            node_marg[t, path[t]] += share
+            edge_marg[prev2, prev, path[t]] += share
+            prev2, prev = prev, path[t]
+        edge_marg[prev2, prev, K] += share
+    return log_z
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def marginals2_sum(node, trans, final, states, lo, hi, node_marg, edge_marg):
+    """marginals2() under sum: what an E-step under sum calls, which then never compiles the
+    back-tracking and sampling that the other semirings run (seconds of a cold start)."""
+    n, K = node.shape
+    m = states.shape[0]
+    ext = _with_start(states, K)
+    alpha = np.empty((n, K + 1, K))
+    scale = np.empty(n + 1)
+    log_z = forward2(np.int64(SUM), node, trans, final, states, lo, hi, alpha, scale)  # int64: one compile
+    node_marg[:, :] = 0.0
+    if log_z == NEG_INF or log_z != log_z:
         return log_z
     beta = np.zeros((n, K + 1, K))
     jlo, jhi = _span(lo, hi, m, n - 2)
@@ -888,6 +903,7 @@ def dense_states(n, K):
 # What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
 marginals_by_pointer = by_pointer(marginals)
 marginals2_by_pointer = by_pointer(marginals2)
+marginals2_sum_by_pointer = by_pointer(marginals2_sum)
 viterbi_by_pointer = by_pointer(viterbi)
 viterbi2_by_pointer = by_pointer(viterbi2)
 sample_by_pointer = by_pointer(sample)
