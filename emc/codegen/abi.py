@@ -208,8 +208,9 @@ def row_mass(params, meta, table, row):
 
 # A call LLVM inlines, not inline="always": numba's own inlining runs its analyses over the whole
 # caller again at every call site, which in a rules program's chart passes (dozens of sites) cost
-# seconds of a cold start (bench/README.md, "Start-up, round 7").
-@njit(cache=True)
+# seconds of a cold start (bench/README.md, "Start-up, round 7"). Its one signature: the glue passes
+# a table's number as a constant, which numba would compile a specialisation for, table by table.
+@njit(types.float64(PARAMS, META, types.int64, types.int64, types.int64), cache=True)
 def read(params, meta, table, row, outcome):
     return weight_at(params, meta, table, row, entry(meta, table, row, outcome))
 
