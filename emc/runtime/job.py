@@ -42,17 +42,17 @@ from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 
 # The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up, round
-# 5": every reference spec at 4afe248, load 2 to 4, which inflates CPU seconds somewhat): the CPU
-# seconds of a cold `emc fit --iterations 1`, about its wall seconds on an idle machine
-# (single-threaded compiles): 5-35 s for a built-in structure without featured blocks (label 5-6,
-# chain 9-13, spantree 11, pcfg 12, deptree 17, alignment 9-12, the HMM aligner 35; a spec's
-# constraints add to it: hmm_sparse 17, hmm_align_pr 53), 8-27 s for a structure written as rules
-# (segment 7.7, hmm_mixture 8, hsmm 9.4, chain 9.7, pcfg 11, dmv_rules 16, evg 26, dmv 27), 14-40 s
-# with featured blocks (their M-step compiles too); a decoder (data with gold annotations) adds to
-# it, and a machine shared with other work doubles it.
-COMPILE_SECONDS = "5 to 35"
-RULES_COMPILE_SECONDS = "8 to 27"
-FEATURED_COMPILE_SECONDS = "14 to 40"
+# 7": every reference spec at 0892356 on an otherwise idle machine): the CPU seconds of a cold `emc
+# fit --iterations 1`, about its wall seconds (single-threaded compiles): 4-20 s for a built-in
+# structure without featured blocks (label 4.4-4.9, chain 7.7-11.6, spantree 9.3-9.6, pcfg 8.8,
+# deptree 10.3-11.0, alignment 9.0-10.4; a spec's constraints add to it: hmm_sparse 15.4,
+# hmm_align_pr 19.0), 6-27 s for a structure written as rules (segment 6.4, chain 6.7, hmm_prevword
+# 7.1, hmm_mixture 7.6, pcfg 8.0, hsmm 8.5, dmv 16.2, evg 26.4), 13-29 s with featured blocks (their
+# M-step compiles too); a decoder (data with gold annotations) adds to it, and a machine shared
+# with other work doubles it.
+COMPILE_SECONDS = "4 to 20"
+RULES_COMPILE_SECONDS = "6 to 27"
+FEATURED_COMPILE_SECONDS = "13 to 29"
 
 
 def compile_estimate(problem: Problem) -> str:
