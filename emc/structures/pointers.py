@@ -2,8 +2,8 @@
 
 numba links a callee's machine code into every caller's module and optimises and emits it again
 there, so a DP called by the glue's `_posterior`, called by `estep_example`, ... is compiled once
-per level above it: on a cold cache most of a fit's start-up (bench/README.md, "Start-up, round
-6": the HMM aligner's chain DP, 10 of its 15.5 LLVM seconds). A call through `by_pointer(dp)`
+per level above it: seconds of every cold start (bench/README.md, "Start-up, round 6": the HMM
+aligner's chain DP, 10 of its 15.5 LLVM seconds). A call through `by_pointer(dp)`
 instead declares the DP as an external symbol: the DP is compiled (or loaded from numba's cache)
 once for the argument types of the call, its address is given to LLVM under a name of its own,
 and the callers' code holds a plain call, never the DP's body.

@@ -362,8 +362,9 @@ def span_marginals(rule, emit, root, n, K, constituent):
     """constituent[i, j] = P((i, j) is a node of the tree, whatever its label), for every
     non-empty span; returns log Z."""
     ins, ins_scale = _charts(n, K)
-    inside(SUM, rule, emit, n, K, ins, ins_scale)
-    log_z = _root_total(SUM, root, ins, ins_scale, n, K)
+    semiring = np.int64(SUM)  # the E-step's compile of each pass serves: no literal
+    inside(semiring, rule, emit, n, K, ins, ins_scale)
+    log_z = _root_total(semiring, root, ins, ins_scale, n, K)
     constituent[:, :] = 0.0
     if not log_z > NEG_INF:
         return log_z
