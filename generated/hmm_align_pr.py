@@ -184,11 +184,10 @@ def _dual_objective(scores, lam, bound, sign, meta, derived, posterior, jumps):
 
 
 @njit(cache=True)
-def _take(at, grad, posterior, jumps, trial, trial_grad, trial_posterior, trial_jumps):
-    """The trial point's lambda, gradient, posterior and jumps become the current ones (copied
-    with copy_into: a slice assignment compiles a shape check, seconds of a cold start)."""
+def _take(at, posterior, jumps, trial, trial_posterior, trial_jumps):
+    """The trial point's lambda, posterior and jumps become the current ones (copied with
+    copy_into: a slice assignment compiles a shape check, seconds of a cold start)."""
     copy_into(at, trial)
-    copy_into(grad, trial_grad)
     copy_into(posterior.reshape(posterior.size), trial_posterior.reshape(trial_posterior.size))
     copy_into(jumps, trial_jumps)
 
@@ -220,7 +219,7 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
         esteps += 1
         if trial_f < f:
             f = trial_f
-            _take(at, grad, posterior, jumps, warm, grad, trial_posterior, trial_jumps)  # grad: computed again
+            _take(at, posterior, jumps, warm, trial_posterior, trial_jumps)
             projection.gradient(posterior, bound, sign, grad)
     length = 1.0
     while esteps < most and not projection.converged(grad, at, tolerance):
@@ -240,7 +239,8 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
         if curved > 0.0:
             length = np.dot(step, step) / curved
         f = trial_f
-        _take(at, grad, posterior, jumps, trial, trial_grad, trial_posterior, trial_jumps)
+        _take(at, posterior, jumps, trial, trial_posterior, trial_jumps)
+        copy_into(grad, trial_grad)
     copy_into(warm, at)
     stats[1], stats[2], stats[3], stats[4] = projection.excess(grad), esteps, at.sum(), start - f
     return f
@@ -277,10 +277,11 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
     if _projecting(semiring, meta, derived):
         log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
-    elif semiring == SUM:
-        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
     else:
-        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+        if semiring == SUM:
+            log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
+        else:
+            log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
@@ -346,10 +347,11 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
     jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
     if _projecting(semiring, meta, derived):
         log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
-    elif semiring == SUM:
-        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
     else:
-        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+        if semiring == SUM:
+            log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
+        else:
+            log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)

@@ -1436,7 +1436,8 @@ def prepare(meta, params):
 @njit(cache=True)
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart,
+                                      ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
@@ -1445,8 +1446,8 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts,
-                                     stack, pick)
+        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls,
+                                     np.bool_(is_sampling(semiring)), parts, stack, pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -1461,7 +1462,8 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
     states: seconds of a cold start)."""
     semiring = SUM
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX if semiring == MAX else SUM), chart,
+                                      ls)
     if not log_z > -np.inf:
         return log_z
     if semiring == SUM:
@@ -1470,8 +1472,8 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
         return log_z
     draws = sample_count(semiring) if is_sampling(semiring) else 1
     for _ in range(draws):
-        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(is_sampling(semiring)), parts,
-                                     stack, pick)
+        count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls,
+                                     np.bool_(is_sampling(semiring)), parts, stack, pick)
         if count < 0:
             return np.nan
         _part_counts(ex, ints, layout, meta, derived, parts, count, weight / draws, counts)
@@ -1490,12 +1492,13 @@ def _write_parts(parts, count, out):
 def decode_example(ex, ints, layout, meta, params, derived, out):
     """The best derivation's parts: out[0] = their number, then PART_WIDTH values each."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_score = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX), chart, ls)
+    log_score = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(MAX), chart,
+                                      ls)
     if not log_score > -np.inf:
         out[0] = 0
         return log_score
-    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(False), parts,
-                                 stack, pick)
+    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(False),
+                                 parts, stack, pick)
     _write_parts(parts, max(count, 0), out)
     return log_score if count >= 0 else np.nan
 
@@ -1504,12 +1507,13 @@ def decode_example(ex, ints, layout, meta, params, derived, out):
 def sample_example(ex, ints, layout, meta, params, derived, out):
     """A derivation drawn from the posterior (the caller seeds the generator), as decode_example."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart,
+                                      ls)
     if not log_z > -np.inf:
         out[0] = 0
         return log_z
-    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(True), parts,
-                                 stack, pick)
+    count = _readback_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.bool_(True),
+                                 parts, stack, pick)
     _write_parts(parts, max(count, 0), out)
     return log_z if count >= 0 else np.nan
 
@@ -1519,10 +1523,12 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
     """The posteriors of what the parts label (emc/structures/rules/__init__.py: posterior_kind),
     token by token: out[t * width + value], value a label, or a head (the root first)."""
     chart, ls, parts, stack, pick = _buffers(ex, ints, layout, meta)
-    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart, ls)
+    log_z = _inside_by_pointer(ex, ints, layout, meta, params, derived, np.int64(SUM), chart,
+                                      ls)
     out[:] = 0.0
     if not log_z > -np.inf:
         return log_z
     none = (np.zeros(0), np.zeros(0, np.uint8), np.zeros(0, np.int64))
-    _outside_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none, out)
+    _outside_by_pointer(ex, ints, layout, meta, params, derived, chart, ls, np.zeros(chart.shape[0]), log_z, 0.0, none,
+                        out)
     return log_z

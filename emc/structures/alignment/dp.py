@@ -334,7 +334,6 @@ def chain_sample(scores, jump_scores, maxjump, null, links):
     return _chain_links(SUM, scores, jump_scores, maxjump, null, links)
 
 
-
 # What the glue calls: each compiled once, not linked into every entry point (emc/structures/pointers.py).
 chain_by_pointer = by_pointer(chain)
 chain_sum_by_pointer = by_pointer(chain_sum)

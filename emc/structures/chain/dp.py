@@ -26,8 +26,8 @@ import numpy as np
 from numba import njit
 
 from emc.structures.buffers import copy_into
-from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.pointers import by_pointer
+from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 # No reassoc: a reassociated (vectorised) reduction sums in an order that depends on where its

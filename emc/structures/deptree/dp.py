@@ -32,8 +32,8 @@ parameters) and leaves the counts at 0.
 import numpy as np
 from numba import njit
 
-from emc.structures.sampling import draw_log, is_sampling, sample_count
 from emc.structures.pointers import by_pointer
+from emc.structures.sampling import draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, log_sum
 
 NEG_INF = -np.inf

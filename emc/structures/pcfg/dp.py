@@ -31,8 +31,8 @@ import numpy as np
 from numba import njit
 
 from emc.structures.buffers import copy_into
-from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.pointers import by_pointer
+from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 NEG_INF = -np.inf

@@ -34,8 +34,8 @@ drawing the last word x[j-l:j] of x[:j] with probability proportional to its bac
 import numpy as np
 from numba import njit
 
-from emc.structures.sampling import draw, draw_log, is_sampling, sample_count
 from emc.structures.pointers import by_pointer
+from emc.structures.sampling import draw, draw_log, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 
 # No reassoc: a reassociated (vectorised) reduction sums in an order that depends on where its
