@@ -131,6 +131,401 @@ FAST = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=FAST)
+def _inside_scale_0(ex, ints, layout, meta, ls, lev):
+    offsets = array(ints, layout, A_OFFSETS)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    ref = -np.inf
+    if 0 <= 0 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 1 <= 1:
+                if 0 <= 0 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv0 < n:
+                                if 0 <= rv1 < n:
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                            ref = max(ref, rs)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 1 <= 1:
+                if 0 <= 1 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv0 < n:
+                                if 0 <= rv1 < n:
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                            ref = max(ref, rs)
+    if 0 <= 0 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 0 <= 1:
+                if 0 <= 0 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv1 < n:
+                                if 0 <= rv0 < n:
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                            ref = max(ref, rs)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 0 <= 1:
+                if 0 <= 1 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv1 < n:
+                                if 0 <= rv0 < n:
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                            ref = max(ref, rs)
+    if lev == (n + 2):
+        if 0 <= 0 <= (-1 + n):
+            if 0 <= (-1 + n) <= (-1 + n):
+                for rv0 in range(0, (-1 + n) + 1):
+                    if 0 <= rv0 < n:
+                        rs = (ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - 0.0)
+                        ref = max(ref, rs)
+    if 0 <= 0 <= 2:
+        rs = (0.0 - 0.0)
+        for rv0 in range(0, (-1 + n) + 1):
+            if rv0 - rv0 == lev - 1:
+                ref = max(ref, rs)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if 0 <= rv1 <= (-1 + n):
+            for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
+                ref = max(ref, rs)
+    if 0 <= 0 <= 2:
+        rs = (0.0 - 0.0)
+        for rv0 in range(0, (-1 + n) + 1):
+            if rv0 - rv0 == lev - 1:
+                ref = max(ref, rs)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if 0 <= rv1 <= (-1 + n):
+            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
+                ref = max(ref, rs)
+    if 0 <= 1 <= 1:
+        if 0 <= 1 <= 1:
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if max(0, rv0) <= rv1 <= (-1 + n):
+                    if 0 <= rv0 < n:
+                        rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
+                        ref = max(ref, rs)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 - lev + 1)
+                if 0 <= rv1 <= min((-1 + n), rv0):
+                    if 0 <= rv0 < n:
+                        rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
+                        ref = max(ref, rs)
+    return ref
+
+
+@njit(cache=True, fastmath=FAST)
+def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt2):
+    offsets = array(ints, layout, A_OFFSETS)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    size_1 = meta[M_SIZE_1]
+    size_2 = meta[M_SIZE_2]
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, (-1 + n) - lo0_0 + 1)
+    lo0_1 = 0
+    z0_1 = max(0, (-1 + n) - lo0_1 + 1)
+    lo0_2 = 0
+    z0_2 = max(0, 2 - lo0_2 + 1)
+    s0_2 = 1
+    s0_1 = s0_2 * z0_2
+    s0_0 = s0_1 * z0_1
+    b1 = b0 + s0_0 * z0_0
+    lo1_0 = 0
+    z1_0 = max(0, (-1 + n) - lo1_0 + 1)
+    lo1_1 = 0
+    z1_1 = max(0, (-1 + n) - lo1_1 + 1)
+    s1_1 = 1
+    s1_0 = s1_1 * z1_1
+    b2 = b1 + s1_0 * z1_0
+    lo2_0 = 0
+    z2_0 = max(0, (-1 + n) - lo2_0 + 1)
+    lo2_1 = 0
+    z2_1 = max(0, (-1 + n) - lo2_1 + 1)
+    lo2_2 = 0
+    z2_2 = max(0, 1 - lo2_2 + 1)
+    s2_2 = 1
+    s2_1 = s2_2 * z2_2
+    s2_0 = s2_1 * z2_1
+    b3 = b2 + s2_0 * z2_0
+    lo3_0 = 0
+    z3_0 = max(0, (-1 + n) - lo3_0 + 1)
+    lo3_1 = 0
+    z3_1 = max(0, (-1 + n) - lo3_1 + 1)
+    lo3_2 = 0
+    z3_2 = max(0, 2 - lo3_2 + 1)
+    s3_2 = 1
+    s3_1 = s3_2 * z3_2
+    s3_0 = s3_1 * z3_1
+    b4 = b3 + s3_0 * z3_0
+    lo4_0 = 0
+    z4_0 = max(0, (-1 + n) - lo4_0 + 1)
+    lo4_1 = 0
+    z4_1 = max(0, (-1 + n) - lo4_1 + 1)
+    s4_1 = 1
+    s4_0 = s4_1 * z4_1
+    b5 = b4 + s4_0 * z4_0
+    lo5_0 = 0
+    z5_0 = max(0, (-1 + n) - lo5_0 + 1)
+    lo5_1 = 0
+    z5_1 = max(0, (-1 + n) - lo5_1 + 1)
+    lo5_2 = 0
+    z5_2 = max(0, 1 - lo5_2 + 1)
+    s5_2 = 1
+    s5_1 = s5_2 * z5_2
+    s5_0 = s5_1 * z5_1
+    b6 = b5 + s5_0 * z5_0
+    if 0 <= 0 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 1 <= 1:
+                if 0 <= 0 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv0 < n:
+                                if 0 <= rv1 < n:
+                                    token_0 = tokens_0[np.uint64(first + rv1)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                            if ru1 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                                acc = 0.0
+                                                for rv3 in range(0, min(2, 0) + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                        acc = plus(semiring, acc, rw1 * ru0)
+                                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 1 <= 1:
+                if 0 <= 1 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv0 < n:
+                                if 0 <= rv1 < n:
+                                    token_0 = tokens_0[np.uint64(first + rv1)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                            if ru1 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                                acc = 0.0
+                                                for rv3 in range(max(0, 1), 2 + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                        acc = plus(semiring, acc, rw1 * ru0)
+                                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+    if 0 <= 0 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 0 <= 1:
+                if 0 <= 0 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv1 < n:
+                                if 0 <= rv0 < n:
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                            if ru0 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                                acc = 0.0
+                                                for rv3 in range(0, min(2, 0) + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                        acc = plus(semiring, acc, rw1 * ru1)
+                                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            if 0 <= 0 <= 1:
+                if 0 <= 1 <= 1:
+                    for rv0 in range(0, (-1 + n) + 1):
+                        rv1 = (rv0 + lev - 1)
+                        if 0 <= rv1 <= (-1 + n):
+                            if 0 <= rv1 < n:
+                                if 0 <= rv0 < n:
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                            if ru0 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                                acc = 0.0
+                                                for rv3 in range(max(0, 1), 2 + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                        acc = plus(semiring, acc, rw1 * ru1)
+                                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+    if lev == (n + 2):
+        if 0 <= 0 <= (-1 + n):
+            if 0 <= (-1 + n) <= (-1 + n):
+                acc = 0.0
+                for rv0 in range(0, (-1 + n) + 1):
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rw0 = read_hoisted(rt2, 0, token_0)
+                        ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                        ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
+                        rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
+                        acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
+                chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
+    if 0 <= 0 <= 2:
+        rf = np.exp(0.0 - ref)
+        for rv0 in range(0, (-1 + n) + 1):
+            if rv0 - rv0 == lev - 1:
+                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)], rf)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if 0 <= rv1 <= (-1 + n):
+            for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
+                ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                if ru1 != 0.0:
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                    for rv3 in range(0, 1 + 1):
+                        if 0 <= (1 + rv3) <= 2:
+                            ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)], (ru1 * rf) * ru0)
+    if 0 <= 0 <= 2:
+        rf = np.exp(0.0 - ref)
+        for rv0 in range(0, (-1 + n) + 1):
+            if rv0 - rv0 == lev - 1:
+                chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)], rf)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if 0 <= rv1 <= (-1 + n):
+            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
+                if ru0 != 0.0:
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                    for rv3 in range(0, 1 + 1):
+                        if 0 <= (1 + rv3) <= 2:
+                            ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
+                            chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], (ru0 * rf) * ru1)
+
+
+@njit(cache=True, fastmath=FAST)
+def _inside_values_1(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref):
+    offsets = array(ints, layout, A_OFFSETS)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    size_1 = meta[M_SIZE_1]
+    size_2 = meta[M_SIZE_2]
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    b0 = 0
+    lo0_0 = 0
+    z0_0 = max(0, (-1 + n) - lo0_0 + 1)
+    lo0_1 = 0
+    z0_1 = max(0, (-1 + n) - lo0_1 + 1)
+    lo0_2 = 0
+    z0_2 = max(0, 2 - lo0_2 + 1)
+    s0_2 = 1
+    s0_1 = s0_2 * z0_2
+    s0_0 = s0_1 * z0_1
+    b1 = b0 + s0_0 * z0_0
+    lo1_0 = 0
+    z1_0 = max(0, (-1 + n) - lo1_0 + 1)
+    lo1_1 = 0
+    z1_1 = max(0, (-1 + n) - lo1_1 + 1)
+    s1_1 = 1
+    s1_0 = s1_1 * z1_1
+    b2 = b1 + s1_0 * z1_0
+    lo2_0 = 0
+    z2_0 = max(0, (-1 + n) - lo2_0 + 1)
+    lo2_1 = 0
+    z2_1 = max(0, (-1 + n) - lo2_1 + 1)
+    lo2_2 = 0
+    z2_2 = max(0, 1 - lo2_2 + 1)
+    s2_2 = 1
+    s2_1 = s2_2 * z2_2
+    s2_0 = s2_1 * z2_1
+    b3 = b2 + s2_0 * z2_0
+    lo3_0 = 0
+    z3_0 = max(0, (-1 + n) - lo3_0 + 1)
+    lo3_1 = 0
+    z3_1 = max(0, (-1 + n) - lo3_1 + 1)
+    lo3_2 = 0
+    z3_2 = max(0, 2 - lo3_2 + 1)
+    s3_2 = 1
+    s3_1 = s3_2 * z3_2
+    s3_0 = s3_1 * z3_1
+    b4 = b3 + s3_0 * z3_0
+    lo4_0 = 0
+    lo4_1 = 0
+    z4_1 = max(0, (-1 + n) - lo4_1 + 1)
+    s4_1 = 1
+    s4_0 = s4_1 * z4_1
+    if 0 <= 1 <= 1:
+        if 0 <= 1 <= 1:
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if max(0, rv0) <= rv1 <= (-1 + n):
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
+                        acc = 0.0
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
+                                acc = plus(semiring, acc, rw0 * ru0)
+                        chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
+    if 0 <= 1 <= 1:
+        if 0 <= 0 <= 1:
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 - lev + 1)
+                if 0 <= rv1 <= min((-1 + n), rv0):
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
+                        acc = 0.0
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
+                                acc = plus(semiring, acc, rw0 * ru0)
+                        chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
+
+
+@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -209,277 +604,12 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                                ref = max(ref, rs)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                                ref = max(ref, rs)
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                                ref = max(ref, rs)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                                ref = max(ref, rs)
-        if lev == (n + 2):
-            if 0 <= 0 <= (-1 + n):
-                if 0 <= (-1 + n) <= (-1 + n):
-                    for rv0 in range(0, (-1 + n) + 1):
-                        if 0 <= rv0 < n:
-                            rs = (ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - 0.0)
-                            ref = max(ref, rs)
-        if 0 <= 0 <= 2:
-            rs = (0.0 - 0.0)
-            for rv0 in range(0, (-1 + n) + 1):
-                if rv0 - rv0 == lev - 1:
-                    ref = max(ref, rs)
-        for rv0 in range(0, (-1 + n) + 1):
-            rv1 = (rv0 + lev - 1)
-            if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
-                    ref = max(ref, rs)
-        if 0 <= 0 <= 2:
-            rs = (0.0 - 0.0)
-            for rv0 in range(0, (-1 + n) + 1):
-                if rv0 - rv0 == lev - 1:
-                    ref = max(ref, rs)
-        for rv0 in range(0, (-1 + n) + 1):
-            rv1 = (rv0 + lev - 1)
-            if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
-                    ref = max(ref, rs)
-        if 0 <= 1 <= 1:
-            if 0 <= 1 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 + lev - 1)
-                    if max(0, rv0) <= rv1 <= (-1 + n):
-                        if 0 <= rv0 < n:
-                            rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
-                            ref = max(ref, rs)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 - lev + 1)
-                    if 0 <= rv1 <= min((-1 + n), rv0):
-                        if 0 <= rv0 < n:
-                            rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
-                            ref = max(ref, rs)
+        ref = max(ref, _inside_scale_0(ex, ints, layout, meta, ls, lev))
         if ref == -np.inf:
             continue
         ls[lev] = ref
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv1)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                if ru1 != 0.0:
-                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                    acc = 0.0
-                                                    for rv3 in range(0, min(2, 0) + 1):
-                                                        if 0 <= rv3 <= 2:
-                                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                            acc = plus(semiring, acc, rw1 * ru0)
-                                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv1)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                if ru1 != 0.0:
-                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                    acc = 0.0
-                                                    for rv3 in range(max(0, 1), 2 + 1):
-                                                        if 0 <= rv3 <= 2:
-                                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                            acc = plus(semiring, acc, rw1 * ru0)
-                                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv0)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                if ru0 != 0.0:
-                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                    acc = 0.0
-                                                    for rv3 in range(0, min(2, 0) + 1):
-                                                        if 0 <= rv3 <= 2:
-                                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                            acc = plus(semiring, acc, rw1 * ru1)
-                                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv0)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
-                                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                            if 0 <= (1 + rv2) <= (-1 + n):
-                                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                if ru0 != 0.0:
-                                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                    acc = 0.0
-                                                    for rv3 in range(max(0, 1), 2 + 1):
-                                                        if 0 <= rv3 <= 2:
-                                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                            acc = plus(semiring, acc, rw1 * ru1)
-                                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
-        if lev == (n + 2):
-            if 0 <= 0 <= (-1 + n):
-                if 0 <= (-1 + n) <= (-1 + n):
-                    acc = 0.0
-                    for rv0 in range(0, (-1 + n) + 1):
-                        if 0 <= rv0 < n:
-                            token_0 = tokens_0[np.uint64(first + rv0)]
-                            rw0 = read_hoisted(rt2, 0, token_0)
-                            ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
-                            ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
-                            rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
-                            acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
-                    chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
-        if 0 <= 0 <= 2:
-            rf = np.exp(0.0 - ref)
-            for rv0 in range(0, (-1 + n) + 1):
-                if rv0 - rv0 == lev - 1:
-                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1 + (0 - lo0_2) * s0_2)], rf)
-        for rv0 in range(0, (-1 + n) + 1):
-            rv1 = (rv0 + lev - 1)
-            if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(max(0, (1 + rv0)), min((-1 + n), rv1) + 1):
-                    ru1 = chart[np.uint64(b1 + (rv2 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
-                    if ru1 != 0.0:
-                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
-                        for rv3 in range(0, 1 + 1):
-                            if 0 <= (1 + rv3) <= 2:
-                                ru0 = chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv2 - lo2_1) * s2_1 + (rv3 - lo2_2) * s2_2)]
-                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + ((1 + rv3) - lo0_2) * s0_2)], (ru1 * rf) * ru0)
-        if 0 <= 0 <= 2:
-            rf = np.exp(0.0 - ref)
-            for rv0 in range(0, (-1 + n) + 1):
-                if rv0 - rv0 == lev - 1:
-                    chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (0 - lo3_2) * s3_2)], rf)
-        for rv0 in range(0, (-1 + n) + 1):
-            rv1 = (rv0 + lev - 1)
-            if 0 <= rv1 <= (-1 + n):
-                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                    ru0 = chart[np.uint64(b4 + (rv0 - lo4_0) * s4_0 + (rv2 - lo4_1) * s4_1)]
-                    if ru0 != 0.0:
-                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
-                        for rv3 in range(0, 1 + 1):
-                            if 0 <= (1 + rv3) <= 2:
-                                ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
-                                chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], (ru0 * rf) * ru1)
-        if 0 <= 1 <= 1:
-            if 0 <= 1 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 + lev - 1)
-                    if max(0, rv0) <= rv1 <= (-1 + n):
-                        if 0 <= rv0 < n:
-                            token_0 = tokens_0[np.uint64(first + rv0)]
-                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
-                            acc = 0.0
-                            for rv2 in range(0, 2 + 1):
-                                if 0 <= rv2 <= 2:
-                                    rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
-                                    acc = plus(semiring, acc, rw0 * ru0)
-                            chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 - lev + 1)
-                    if 0 <= rv1 <= min((-1 + n), rv0):
-                        if 0 <= rv0 < n:
-                            token_0 = tokens_0[np.uint64(first + rv0)]
-                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
-                            acc = 0.0
-                            for rv2 in range(0, 2 + 1):
-                                if 0 <= rv2 <= 2:
-                                    rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                    ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
-                                    acc = plus(semiring, acc, rw0 * ru0)
-                            chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
+        _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt2)
+        _inside_values_1(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1

@@ -10,6 +10,7 @@ attributes (an index expression, or a token read at one).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
@@ -94,6 +95,12 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     readback = _readback(names, reads, tokens)
     readback["goal"] = readers + readback["goal"]
     lanes = _lanes(names, reads, tokens)
+    # the template's prologue() and tables() as lines, for the functions a pass calls
+    preamble = ["offsets = array(ints, layout, A_OFFSETS)", "first = offsets[ex]", "n = offsets[ex + 1] - first",
+                *(f"{local} = meta[{const}]" for local, const, _space in context["sizes"]),
+                *(f"{local} = array(ints, layout, {const})" for local, const, _name in context["token_arrays"]),
+                *prologue, *table_locals]
+    inside, inside_functions = _inside(names, reads, tokens, preamble)
     return {
         "rule_lanes": lanes is not None and LANES,
         "rule_lanes_saved": lanes[2] if lanes else 0,
@@ -101,7 +108,8 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
         "rule_lanes_inside": readers + lanes[0] if lanes else [],
         "rule_lanes_outside": readers + lanes[1] if lanes else [],
         "rule_prologue": prologue,
-        "rule_inside": readers + _inside(names, reads, tokens),
+        "rule_inside": readers + inside,
+        "rule_inside_functions": inside_functions,
         "rule_goal": _goal(names),
         "rule_outside": readers + _outside(names, reads, tokens),
         "rule_readback": readback,
@@ -186,19 +194,79 @@ def _rules_by_head(program: Program, kinds: tuple[str, ...]) -> list[Rule]:
     return sorted((r for r in program.rules if r.kind in kinds), key=lambda r: program.type_order[r.head.name])
 
 
-def _inside(names: Names, reads: dict, tokens: dict) -> list[str]:
+def _inside(names: Names, reads: dict, tokens: dict, preamble: list[str]) -> tuple[list[str], list[Function]]:
+    """The inside pass's level loop, and the functions it calls for a level: the reference scale
+    of its rules' firings, and their values, a few rules to a function (_chunks)."""
     reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=None)
-    return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(reference),
-            "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(values), *_pad(top),
-            "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
-            "        ls[lev] = -np.inf"]
+    functions, scales, adds = [], [], []
+    for c, chunk in enumerate(_chunks(reference)):
+        functions.append(Function(f"_inside_scale_{c}", SCALE_ARGS, _with_preamble(
+            preamble, ["ref = -np.inf", *chunk, "return ref"])))
+        scales.append(f"    ref = max(ref, _inside_scale_{c}({SCALE_ARGS}))")
+    for c, chunk in enumerate(_chunks(values)):
+        # a table's reader (a division per row) is made once a pass, not once a level
+        readers = sorted(set(re.findall(r"\brt\d+\b", "\n".join(chunk))), key=lambda name: int(name[2:]))
+        params = ", ".join([VALUES_ARGS, *readers])
+        functions.append(Function(f"_inside_values_{c}", params, _with_preamble(preamble, chunk)))
+        adds.append(f"    _inside_values_{c}({params})")
+    lines = ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *scales,
+             "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *adds, *_pad(top),
+             "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
+             "        ls[lev] = -np.inf"]
+    return lines, functions
 
 
-def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions | None) -> tuple[list[str], ...]:
+@dataclass
+class Function:
+    """A function the template writes out before the pass that calls it."""
+
+    name: str
+    params: str
+    lines: list[str]
+
+
+# what the inside pass's functions are passed (besides the table readers the values read; the
+# other locals they compute: _with_preamble)
+SCALE_ARGS = "ex, ints, layout, meta, ls, lev"
+VALUES_ARGS = "ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref"
+# Numba's compile time grows faster than a function's length: evg.em's inside pass took 11.8 s as
+# one function and 6.5 s as three, its reference scales, its values and the rest. Smaller pieces
+# than that gain nothing (each function costs a few tenths of a second; the outside pass, one
+# kind of loop, took as long in three pieces as in one), so a level's rules are written up to
+# CHUNK_LINES lines to a function.
+CHUNK_LINES = 150
+IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _chunks(pieces: list[list[str]]) -> list[list[str]]:
+    """Consecutive pieces joined up to CHUNK_LINES lines (a longer piece alone)."""
+    chunks: list[list[str]] = []
+    for piece in pieces:
+        if chunks and len(chunks[-1]) + len(piece) <= CHUNK_LINES:
+            chunks[-1].extend(piece)
+        else:
+            chunks.append(list(piece))
+    return chunks
+
+
+def _with_preamble(preamble: list[str], body: list[str]) -> list[str]:
+    """body after the preamble's assignments it reads (and those they read), in their order."""
+    needed = set(IDENTIFIER.findall("\n".join(body)))
+    kept = []
+    for line in reversed(preamble):
+        target, expr = line.split(" = ", 1)
+        if target in needed:
+            kept.append(line)
+            needed |= set(IDENTIFIER.findall(expr))
+    return [*reversed(kept), *body]
+
+
+def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions | None) -> tuple[list, ...]:
     """A level's inside pass in four pieces: its reference scale `ref` (the largest body scale of
-    any firing), its items' values, their largest (`top`) and the scaling by its inverse. For lanes
-    (emc/structures/rules/lanes.py), no test skips a zero (the lanes share their loops), no
-    rule takes two stages and a contraction's sum is a matrix product (contraction.py)."""
+    any firing) and its items' values, as lists of lines a rule, then their largest (`top`) and the
+    scaling by its inverse. For lanes (emc/structures/rules/lanes.py), no test skips a zero (the
+    lanes share their loops), no rule takes two stages and a contraction's sum is a matrix product
+    (contraction.py)."""
     program, batched = names.program, lanes is not None
     reference, values = [], []
     for rule in _rules_by_head(program, ("axiom", "part")):
@@ -210,7 +278,7 @@ def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions 
                               or s.text.startswith("rf") or s.text.startswith("rv")]
         nest.steps = [Step(s.text.replace("rf = np.exp(", "rs = (", 1), s.needs, s.kind) if s.text.startswith("rf")
                       else s for s in nest.steps]
-        reference += render_nest(nest, ["ref = max(ref, rs)"], 0, skip_zero=False)
+        reference.append(render_nest(nest, ["ref = max(ref, rs)"], 0, skip_zero=False))
     for rule in _rules_by_head(program, ("axiom", "part")):
         bound, steps = _level_binding(names, rule)
         nest = build_nest(names, rule, _reads(reads, rule), _tokens(tokens, rule), bound, "ref")
@@ -223,7 +291,7 @@ def _inside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions 
             contract_inside(nest, contraction)
         target = f"chart[{nest.head_cell}]"
         staged = None if batched else two_stage_inside(nest, target, 0)
-        values += staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not batched)
+        values.append(staged or render_nest(nest, [], 0, accumulate=(target, nest.product), skip_zero=not batched))
     top = ["top = 0.0", *_level_cells(names, "top = max(top, chart[cell])", 0)]
     # one division a level, then products (a division per cell cost the chain's lanes 12%); capped
     # because 1 / top overflows when top is subnormal: ls records the scale applied, not log(top)
@@ -246,7 +314,8 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
     contractions = Contractions()
     try:
         products = ["rsaved"] + [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
-        inside, inside_arrays = lanes_inside(*_inside_pieces(names, reads, tokens, contractions), _goal(names), products)
+        reference, values, top, scale = _inside_pieces(names, reads, tokens, contractions)
+        inside, inside_arrays = lanes_inside(sum(reference, []), sum(values, []), top, scale, _goal(names), products)
         outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, contractions), products)
     except NotLaneable:
         return None
