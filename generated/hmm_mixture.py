@@ -86,102 +86,6 @@ FAST = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_scale_0(ex, ints, layout, meta, ls, lev):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    ra1 = meta[M_1]
-    ref = -np.inf
-    if lev == 0:
-        rs = (0.0 - 0.0)
-        ref = max(ref, rs)
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            if 0 <= ra1 <= ra1:
-                rs = (ls[np.uint64(0)] - 0.0)
-                ref = max(ref, rs)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        if 0 <= (-1 + rv0) <= n:
-            if 0 <= (-1 + rv0) < n:
-                rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
-                ref = max(ref, rs)
-    if lev == (n + 2):
-        if 0 <= n <= n:
-            if 0 <= ra1 <= ra1:
-                rs = (ls[np.uint64((1 + n))] - 0.0)
-                ref = max(ref, rs)
-    return ref
-
-
-@njit(cache=True, fastmath=FAST)
-def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt2):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    size_0 = meta[M_SIZE_0]
-    tokens_0 = array(ints, layout, A_TOKENS_0)
-    ra0 = meta[M_0]
-    ra1 = meta[M_1]
-    b0 = 0
-    b1 = b0 + 1
-    lo1_0 = 0
-    z1_0 = max(0, n - lo1_0 + 1)
-    lo1_1 = 0
-    z1_1 = max(0, (-1 + ra0) - lo1_1 + 1)
-    lo1_2 = 0
-    z1_2 = max(0, ra1 - lo1_2 + 1)
-    s1_2 = 1
-    s1_1 = s1_2 * z1_2
-    s1_0 = s1_1 * z1_1
-    b2 = b1 + s1_0 * z1_0
-    rr0 = meta[T_0 + TABLE_ROWS]
-    rr1 = meta[T_1 + TABLE_ROWS]
-    rd0 = int(derived[0])
-    rd1 = int(derived[1])
-    if lev == 0:
-        rf = np.exp(0.0 - ref)
-        chart[np.uint64(b0)] = plus(semiring, chart[np.uint64(b0)], rf)
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            if 0 <= ra1 <= ra1:
-                ru0 = chart[np.uint64(b0)]
-                if ru0 != 0.0:
-                    rf = np.exp(ls[np.uint64(0)] - ref)
-                    for rv0 in range(0, (-1 + ra0) + 1):
-                        rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
-                        chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)], (ru0 * rf) * rw0)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        if 0 <= (-1 + rv0) <= n:
-            if 0 <= (-1 + rv0) < n:
-                token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
-                rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
-                for rv1 in range(0, (-1 + ra0) + 1):
-                    for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
-                        if 0 <= rv2 <= ra1:
-                            rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
-                            acc = 0.0
-                            for rv3 in range(0, ra1 + 1):
-                                rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
-                                ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
-                                acc = plus(semiring, acc, rw0 * ru0)
-                            chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)], acc * rw1 * rf)
-    if lev == (n + 2):
-        if 0 <= n <= n:
-            if 0 <= ra1 <= ra1:
-                rf = np.exp(ls[np.uint64((1 + n))] - ref)
-                for rv0 in range(0, (-1 + ra0) + 1):
-                    acc = 0.0
-                    for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
-                        if 0 <= rv1 <= ra1:
-                            rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
-                            ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
-                            acc = plus(semiring, acc, rw0 * ru0)
-                    chart[np.uint64(b2)] = plus(semiring, chart[np.uint64(b2)], acc * rf)
-
-
-@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -220,11 +124,68 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
-        ref = max(ref, _inside_scale_0(ex, ints, layout, meta, ls, lev))
+        if lev == 0:
+            rs = (0.0 - 0.0)
+            ref = max(ref, rs)
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra1 <= ra1:
+                    rs = (ls[np.uint64(0)] - 0.0)
+                    ref = max(ref, rs)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
+                    ref = max(ref, rs)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra1 <= ra1:
+                    rs = (ls[np.uint64((1 + n))] - 0.0)
+                    ref = max(ref, rs)
         if ref == -np.inf:
             continue
         ls[lev] = ref
-        _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt2)
+        if lev == 0:
+            rf = np.exp(0.0 - ref)
+            chart[np.uint64(b0)] = plus(semiring, chart[np.uint64(b0)], rf)
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra1 <= ra1:
+                    ru0 = chart[np.uint64(b0)]
+                    if ru0 != 0.0:
+                        rf = np.exp(ls[np.uint64(0)] - ref)
+                        for rv0 in range(0, (-1 + ra0) + 1):
+                            rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
+                            chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2)], (ru0 * rf) * rw0)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
+                    for rv1 in range(0, (-1 + ra0) + 1):
+                        for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
+                            if 0 <= rv2 <= ra1:
+                                rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                acc = 0.0
+                                for rv3 in range(0, ra1 + 1):
+                                    rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
+                                    ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
+                                    acc = plus(semiring, acc, rw0 * ru0)
+                                chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)], acc * rw1 * rf)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra1 <= ra1:
+                    rf = np.exp(ls[np.uint64((1 + n))] - ref)
+                    for rv0 in range(0, (-1 + ra0) + 1):
+                        acc = 0.0
+                        for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
+                            if 0 <= rv1 <= ra1:
+                                rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
+                                ru0 = chart[np.uint64(b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2)]
+                                acc = plus(semiring, acc, rw0 * ru0)
+                        chart[np.uint64(b2)] = plus(semiring, chart[np.uint64(b2)], acc * rf)
         top = 0.0
         if lev == 0:
             cell = b0

@@ -15,7 +15,7 @@ from emc.spec.check import check
 from emc.spec.parse import parse_text
 from emc.structures.rules.program import evaluate
 from emc.runtime.executor import LocalExecutor
-from emc.structures.rules import posterior_width
+from emc.structures.rules import codegen, posterior_width
 from helpers import check_against_enumeration, problem_from_lines, random_params, structure_scores
 from random_programs import random_program
 from reference import projective_trees, rule_decoded_form, rule_derivations, rule_structures
@@ -93,6 +93,16 @@ RANDOM_SEEDS = range(int(os.environ.get("EMC_RANDOM_PROGRAMS", "2")))
 def test_random_rule_programs_match_enumeration(tmp_path, seed):
     text, data = random_program(seed)
     check_program(problem_from_lines(tmp_path, text, data, None, {}))
+
+
+def test_a_program_in_many_functions_matches_enumeration(tmp_path, monkeypatch):
+    """The inside pass of a long program calls its rules' loop nests as functions, a few rules to
+    one (codegen.CHUNK_LINES): here one rule to each, on a random program."""
+    monkeypatch.setattr(codegen, "CHUNK_LINES", 1)
+    text, data = random_program(0)
+    problem = problem_from_lines(tmp_path, text, data, None, {})
+    assert hasattr(problem.model.module, "_inside_values_1")
+    check_program(problem, seeds=(0,))
 
 
 @pytest.mark.parametrize("name, overrides, data", [CASES[2], CASES[3], CASES[4]], ids=["pcfg", "dmv", "hsmm"])

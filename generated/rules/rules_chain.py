@@ -76,82 +76,6 @@ FAST = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_scale_0(ex, ints, layout, meta, ls, lev):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    ra0 = meta[M_0]
-    ref = -np.inf
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            if 0 <= ra0 <= ra0:
-                rs = (0.0 - 0.0)
-                ref = max(ref, rs)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        if 0 <= (-1 + rv0) <= n:
-            if 0 <= (-1 + rv0) < n:
-                rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
-                ref = max(ref, rs)
-    if lev == (n + 2):
-        if 0 <= n <= n:
-            if 0 <= ra0 <= ra0:
-                rs = (ls[np.uint64((1 + n))] - 0.0)
-                ref = max(ref, rs)
-    return ref
-
-
-@njit(cache=True, fastmath=FAST)
-def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt1):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    tokens_0 = array(ints, layout, A_TOKENS_0)
-    ra0 = meta[M_0]
-    b0 = 0
-    lo0_0 = 0
-    z0_0 = max(0, n - lo0_0 + 1)
-    lo0_1 = 0
-    z0_1 = max(0, ra0 - lo0_1 + 1)
-    s0_1 = 1
-    s0_0 = s0_1 * z0_1
-    b1 = b0 + s0_0 * z0_0
-    rr0 = meta[T_0 + TABLE_ROWS]
-    rd0 = int(derived[0])
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            if 0 <= ra0 <= ra0:
-                rf = np.exp(0.0 - ref)
-                chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)], rf)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        if 0 <= (-1 + rv0) <= n:
-            if 0 <= (-1 + rv0) < n:
-                token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
-                rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
-                for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
-                    if 0 <= rv1 <= ra0:
-                        rw1 = read_hoisted(rt1, rv1, token_0)
-                        acc = 0.0
-                        for rv2 in range(0, ra0 + 1):
-                            rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
-                            ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                            acc = plus(semiring, acc, rw0 * ru0)
-                        chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rw1 * rf)
-    if lev == (n + 2):
-        if 0 <= n <= n:
-            if 0 <= ra0 <= ra0:
-                rf = np.exp(ls[np.uint64((1 + n))] - ref)
-                acc = 0.0
-                for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
-                    if 0 <= rv0 <= ra0:
-                        rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
-                        ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                        acc = plus(semiring, acc, rw0 * ru0)
-                chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
-
-
-@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -181,11 +105,56 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
-        ref = max(ref, _inside_scale_0(ex, ints, layout, meta, ls, lev))
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra0 <= ra0:
+                    rs = (0.0 - 0.0)
+                    ref = max(ref, rs)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    rs = (ls[np.uint64((1 + (-1 + rv0)))] - 0.0)
+                    ref = max(ref, rs)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra0 <= ra0:
+                    rs = (ls[np.uint64((1 + n))] - 0.0)
+                    ref = max(ref, rs)
         if ref == -np.inf:
             continue
         ls[lev] = ref
-        _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt1)
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                if 0 <= ra0 <= ra0:
+                    rf = np.exp(0.0 - ref)
+                    chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1)], rf)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            if 0 <= (-1 + rv0) <= n:
+                if 0 <= (-1 + rv0) < n:
+                    token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
+                    rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ref)
+                    for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv1 <= ra0:
+                            rw1 = read_hoisted(rt1, rv1, token_0)
+                            acc = 0.0
+                            for rv2 in range(0, ra0 + 1):
+                                rw0 = derived[np.uint64(rd0 + (rv1) * rr0 + rv2)]
+                                ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
+                                acc = plus(semiring, acc, rw0 * ru0)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], acc * rw1 * rf)
+        if lev == (n + 2):
+            if 0 <= n <= n:
+                if 0 <= ra0 <= ra0:
+                    rf = np.exp(ls[np.uint64((1 + n))] - ref)
+                    acc = 0.0
+                    for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
+                        if 0 <= rv0 <= ra0:
+                            rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
+                            ru0 = chart[np.uint64(b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
+                            acc = plus(semiring, acc, rw0 * ru0)
+                    chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:

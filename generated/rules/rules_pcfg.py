@@ -79,96 +79,6 @@ FAST = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_scale_0(ex, ints, layout, meta, ls, lev):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    ref = -np.inf
-    rs = (0.0 - 0.0)
-    for rv0 in range(0, n + 1):
-        if (1 + rv0) - rv0 == lev - 1:
-            if 0 <= (1 + rv0) <= n:
-                if 0 <= rv0 < n:
-                    ref = max(ref, rs)
-    for rv0 in range(0, n + 1):
-        rv1 = (rv0 + lev - 1)
-        if 0 <= rv1 <= n:
-            for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
-                ref = max(ref, rs)
-    if lev == (n + 2):
-        if 0 <= 0 <= n:
-            if 0 <= n <= n:
-                rs = (ls[np.uint64((1 + n - 0))] - 0.0)
-                ref = max(ref, rs)
-    return ref
-
-
-@njit(cache=True, fastmath=FAST)
-def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt0):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    size_0 = meta[M_SIZE_0]
-    tokens_0 = array(ints, layout, A_TOKENS_0)
-    ra0 = meta[M_0]
-    b0 = 0
-    lo0_0 = 0
-    z0_0 = max(0, n - lo0_0 + 1)
-    lo0_1 = 0
-    z0_1 = max(0, n - lo0_1 + 1)
-    lo0_2 = 0
-    z0_2 = max(0, (-1 + ra0) - lo0_2 + 1)
-    s0_2 = 1
-    s0_1 = s0_2 * z0_2
-    s0_0 = s0_1 * z0_1
-    b1 = b0 + s0_0 * z0_0
-    rr1 = meta[T_0 + TABLE_ROWS]
-    rr2 = meta[T_2 + TABLE_ROWS]
-    rd1 = int(derived[0])
-    rd2 = int(derived[1])
-    rf = np.exp(0.0 - ref)
-    for rv0 in range(0, n + 1):
-        if (1 + rv0) - rv0 == lev - 1:
-            if 0 <= (1 + rv0) <= n:
-                if 0 <= rv0 < n:
-                    token_0 = tokens_0[np.uint64(first + rv0)]
-                    for rv1 in range(0, (-1 + ra0) + 1):
-                        rw0 = read_hoisted(rt0, rv1, token_0)
-                        chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rf * rw0)
-    rtmp = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
-    for rv0 in range(0, n + 1):
-        rv1 = (rv0 + lev - 1)
-        if 0 <= rv1 <= n:
-            rtmp[:] = 0.0
-            for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
-                for rv4 in range(0, (-1 + ra0) + 1):
-                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
-                    if ru0 != 0.0:
-                        for rv5 in range(0, (-1 + ra0) + 1):
-                            ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                            rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] = plus(semiring, rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))], (ru0 * rf) * ru1)
-            for rv4 in range(0, (-1 + ra0) + 1):
-                for rv5 in range(0, (-1 + ra0) + 1):
-                    rtv = rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
-                    if rtv != 0.0:
-                        for rv3 in range(0, (-1 + ra0) + 1):
-                            rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], rtv * rw0)
-    if lev == (n + 2):
-        if 0 <= 0 <= n:
-            if 0 <= n <= n:
-                rf = np.exp(ls[np.uint64((1 + n - 0))] - ref)
-                acc = 0.0
-                for rv0 in range(0, (-1 + ra0) + 1):
-                    rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
-                    ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
-                    acc = plus(semiring, acc, rw0 * ru0)
-                chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
-
-
-@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -205,11 +115,65 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
-        ref = max(ref, _inside_scale_0(ex, ints, layout, meta, ls, lev))
+        rs = (0.0 - 0.0)
+        for rv0 in range(0, n + 1):
+            if (1 + rv0) - rv0 == lev - 1:
+                if 0 <= (1 + rv0) <= n:
+                    if 0 <= rv0 < n:
+                        ref = max(ref, rs)
+        for rv0 in range(0, n + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= n:
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
+                    ref = max(ref, rs)
+        if lev == (n + 2):
+            if 0 <= 0 <= n:
+                if 0 <= n <= n:
+                    rs = (ls[np.uint64((1 + n - 0))] - 0.0)
+                    ref = max(ref, rs)
         if ref == -np.inf:
             continue
         ls[lev] = ref
-        _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt0)
+        rf = np.exp(0.0 - ref)
+        for rv0 in range(0, n + 1):
+            if (1 + rv0) - rv0 == lev - 1:
+                if 0 <= (1 + rv0) <= n:
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        for rv1 in range(0, (-1 + ra0) + 1):
+                            rw0 = read_hoisted(rt0, rv1, token_0)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rf * rw0)
+        rtmp = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
+        for rv0 in range(0, n + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= n:
+                rtmp[:] = 0.0
+                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
+                    for rv4 in range(0, (-1 + ra0) + 1):
+                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
+                        if ru0 != 0.0:
+                            for rv5 in range(0, (-1 + ra0) + 1):
+                                ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
+                                rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] = plus(semiring, rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))], (ru0 * rf) * ru1)
+                for rv4 in range(0, (-1 + ra0) + 1):
+                    for rv5 in range(0, (-1 + ra0) + 1):
+                        rtv = rtmp[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
+                        if rtv != 0.0:
+                            for rv3 in range(0, (-1 + ra0) + 1):
+                                rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], rtv * rw0)
+        if lev == (n + 2):
+            if 0 <= 0 <= n:
+                if 0 <= n <= n:
+                    rf = np.exp(ls[np.uint64((1 + n - 0))] - ref)
+                    acc = 0.0
+                    for rv0 in range(0, (-1 + ra0) + 1):
+                        rw0 = derived[np.uint64(rd2 + (rv0) * rr2 + 0)]
+                        ru0 = chart[np.uint64(b0 + (0 - lo0_0) * s0_0 + (n - lo0_1) * s0_1 + (rv0 - lo0_2) * s0_2)]
+                        acc = plus(semiring, acc, rw0 * ru0)
+                    chart[np.uint64(b1)] = plus(semiring, chart[np.uint64(b1)], acc * rf)
         top = 0.0
         for rc0 in range(lo0_0, lo0_0 + z0_0):
             rc1 = rc0 + lev - 1

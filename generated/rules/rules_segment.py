@@ -72,59 +72,6 @@ FAST = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=FAST)
-def _inside_scale_0(ex, ints, layout, meta, ls, lev):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    ra0 = meta[M_0]
-    rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]
-    ref = -np.inf
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            rs = (0.0 - 0.0)
-            ref = max(ref, rs)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
-            if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
-                if 1 <= (rv0 - rv1) <= ra0:
-                    rs = (ls[np.uint64((1 + rv1))] - 0.0)
-                    ref = max(ref, rs)
-    return ref
-
-
-@njit(cache=True, fastmath=FAST)
-def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt0):
-    offsets = array(ints, layout, A_OFFSETS)
-    first = offsets[ex]
-    n = offsets[ex + 1] - first
-    ra0 = meta[M_0]
-    rspans = array(ints, layout, A_SPANS)
-    rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]
-    b0 = 0
-    lo0_0 = 0
-    s0_0 = 1
-    rr1 = meta[T_1 + TABLE_ROWS]
-    rd1 = int(derived[0])
-    if 0 == lev - 1:
-        if 0 <= 0 <= n:
-            rf = np.exp(0.0 - ref)
-            chart[np.uint64(b0 + (0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0)], rf)
-    rv0 = (lev - 1)
-    if 0 <= rv0 <= n:
-        acc = 0.0
-        for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
-            if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
-                if 1 <= (rv0 - rv1) <= ra0:
-                    rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
-                    rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
-                    ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
-                    rf = np.exp(ls[np.uint64((1 + rv1))] - ref)
-                    acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
-        chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)], acc * 1.0)
-
-
-@njit(cache=True, fastmath=FAST)
 def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     """Inside values, level by level; ls[lev] is the log-scale of level lev. Returns log Z (log of
     the best derivation's score under max)."""
@@ -151,11 +98,36 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     for lev in range(n + 3):
         ls[lev] = -np.inf
         ref = -np.inf
-        ref = max(ref, _inside_scale_0(ex, ints, layout, meta, ls, lev))
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                rs = (0.0 - 0.0)
+                ref = max(ref, rs)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
+                if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
+                    if 1 <= (rv0 - rv1) <= ra0:
+                        rs = (ls[np.uint64((1 + rv1))] - 0.0)
+                        ref = max(ref, rs)
         if ref == -np.inf:
             continue
         ls[lev] = ref
-        _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, ls, lev, ref, rt0)
+        if 0 == lev - 1:
+            if 0 <= 0 <= n:
+                rf = np.exp(0.0 - ref)
+                chart[np.uint64(b0 + (0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (0 - lo0_0) * s0_0)], rf)
+        rv0 = (lev - 1)
+        if 0 <= rv0 <= n:
+            acc = 0.0
+            for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
+                if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
+                    if 1 <= (rv0 - rv1) <= ra0:
+                        rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
+                        rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                        ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
+                        rf = np.exp(ls[np.uint64((1 + rv1))] - ref)
+                        acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
+            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)], acc * 1.0)
         top = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:

@@ -198,6 +198,11 @@ def _inside(names: Names, reads: dict, tokens: dict, preamble: list[str]) -> tup
     """The inside pass's level loop, and the functions it calls for a level: the reference scale
     of its rules' firings, and their values, a few rules to a function (_chunks)."""
     reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=None)
+    if sum(map(len, reference + values)) <= CHUNK_LINES:  # a small program: one function is quicker
+        return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(sum(reference, [])),
+                "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(sum(values, [])), *_pad(top),
+                "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
+                "        ls[lev] = -np.inf"], []
     functions, scales, adds = [], [], []
     for c, chunk in enumerate(_chunks(reference)):
         functions.append(Function(f"_inside_scale_{c}", SCALE_ARGS, _with_preamble(
