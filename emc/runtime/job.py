@@ -42,17 +42,18 @@ from emc.spec.model import CheckedModel
 from emc.spec.parse import parse_file, parse_text
 
 # The first run's estimate, from `python bench/startup.py --cpu` (bench/README.md, "Start-up, round
-# 7": every reference spec at 0892356 on an otherwise idle machine): the CPU seconds of a cold `emc
-# fit --iterations 1`, about its wall seconds (single-threaded compiles): 4-20 s for a built-in
-# structure without featured blocks (label 4.4-4.9, chain 7.7-11.6, spantree 9.3-9.6, pcfg 8.8,
-# deptree 10.3-11.0, alignment 9.0-10.4; a spec's constraints add to it: hmm_sparse 15.4,
-# hmm_align_pr 19.0), 6-27 s for a structure written as rules (segment 6.4, chain 6.7, hmm_prevword
-# 7.1, hmm_mixture 7.6, pcfg 8.0, hsmm 8.5, dmv 16.2, evg 26.4), 13-29 s with featured blocks (their
-# M-step compiles too); a decoder (data with gold annotations) adds to it, and a machine shared
-# with other work doubles it.
-COMPILE_SECONDS = "4 to 20"
-RULES_COMPILE_SECONDS = "6 to 27"
-FEATURED_COMPILE_SECONDS = "13 to 29"
+# 8": every reference spec at a79500d on an otherwise idle machine): the CPU seconds of a cold `emc
+# fit --iterations 1`, about its wall seconds (single-threaded compiles): 3-16 s for a built-in
+# structure without featured blocks (label 3.2-3.4, segmentation 6.1-6.3, pcfg 6.3, spantree
+# 6.6-6.7, alignment 6.8-7.7, deptree 7.6-7.7, chain 5.7-8.8; a spec's constraints add to it:
+# hmm_sparse 11.9, hmm_align_pr 15.5), 5-16 s for a structure written as rules (chain 5.1, segment
+# 5.2, hmm_prevword 5.4, hmm_mixture 6.1, pcfg 6.3, hsmm 6.5, dmv 11.6, evg 15.9), 10-22 s with
+# featured blocks (their M-step compiles too); a decoder (data with gold annotations) adds to it,
+# the same machine on another day took a quarter more (round 7), and a machine shared with other
+# work doubles it.
+COMPILE_SECONDS = "3 to 16"
+RULES_COMPILE_SECONDS = "5 to 16"
+FEATURED_COMPILE_SECONDS = "10 to 22"
 
 
 def compile_estimate(problem: Problem) -> str:
