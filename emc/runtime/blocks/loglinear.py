@@ -244,7 +244,7 @@ def move_scores(scores, direction, steps, log_z, counts, totals, inverse_scale, 
     n_rows = scores.shape[1]
     size = _tile_items(n_rows) * n_rows
     s, d, c, e = scores.reshape(-1), direction.reshape(-1), counts.reshape(-1), residuals.reshape(-1)
-    moving = (steps != 0.0).any()
+    moving = _any_nonzero(steps)
     step, shift = _tiled(steps, size), _tiled(log_z, size)
     total, inverse = _tiled(totals, size), _tiled(inverse_scale, size)
     top, weighted, x = np.full(size, -np.inf), np.zeros(size), np.empty(size)
@@ -523,7 +523,7 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         final = iteration == max_iterations
         _directions(gram, weight_dots, gradient, order, n_pairs, pair_s, pair_y, rho, pair_gamma, done,
                     coefficients, steps, slopes, along_w, along_d)
-        used = np.nonzero((coefficients != 0.0).sum(axis=0))[0]
+        used = _columns_in_use(coefficients)
         if used.size == 0:
             break
         direction_slot, direction_scale = _direction_array(pool, in_use, gram, weight_dots, coefficients, used,
@@ -560,6 +560,33 @@ def maximize(rows, columns, counts, kappa, weights, scores, log_z, pool, residua
         _accept(accepted, value, trial_value, largest, ftol, gtol, done)
         order[n_pairs] = slot
         n_pairs += 1
+
+
+@njit(cache=True)
+def _columns_in_use(coefficients):
+    """The columns some row's coefficient uses (nonzero), in order. A loop, not np.nonzero of the
+    columns' sums: numba's sum over an axis compiled for 1.6 s of every featured spec's cold start
+    (most of it its error message for a bad axis)."""
+    n_rows, n_columns = coefficients.shape
+    used = np.empty(n_columns, np.int64)
+    count = 0
+    for j in range(n_columns):
+        for r in range(n_rows):
+            if coefficients[r, j] != 0.0:
+                used[count] = j
+                count += 1
+                break
+    return used[:count]
+
+
+@njit(cache=True)
+def _any_nonzero(values):
+    """Whether an entry of the 1-d `values` is nonzero (True): numba compiles .any() anew in each
+    function that calls it, a few tenths of a second each."""
+    for i in range(values.shape[0]):
+        if values[i] != 0:
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -633,12 +660,12 @@ def _line_search(scores, direction, top, d_top, steps, slopes, along_w, along_d,
     accepted = np.zeros(n_rows, np.bool_)
     trial_value, trial_log_z = value.copy(), log_z.copy()
     for _ in range(MAX_BACKTRACKS):
-        if not searching.any():
+        if not _any_nonzero(searching):
             break
         shifts = top + steps * d_top  # max_v (S + t D) <= max S + t max D for t >= 0
         mass, highest = log_partition(scores, direction, steps, shifts)
         redo = searching & (highest < shifts - SHIFT_SLACK)
-        if redo.any():
+        if _any_nonzero(redo):
             exact, _ = log_partition(scores, direction, steps, highest)
             for r in range(n_rows):
                 if redo[r]:
