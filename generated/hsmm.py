@@ -43,7 +43,9 @@ T_3 = 21  # table:length
 
 
 
-@njit(inline="always")
+# A call (LLVM inlines it), not numba's inline="always", which re-ran numba's analyses over the
+# read-back at each of its sites: evg.em's read-back compiled in 8.4 s instead of 9.9.
+@njit(cache=True)
 def _better(sampling, term, best, u):
     """Whether the read-back takes this firing: the largest term (Viterbi), or under sampling the
     one where the draw u, spent term by term, runs out."""
