@@ -195,25 +195,24 @@ def _rules_by_head(program: Program, kinds: tuple[str, ...]) -> list[Rule]:
 
 
 def _inside(names: Names, reads: dict, tokens: dict, preamble: list[str]) -> tuple[list[str], list[Function]]:
-    """The inside pass's level loop, and the functions it calls for a level: the reference scale
-    of its rules' firings, and their values, a few rules to a function (_chunks)."""
+    """The inside pass's level loop, and when it is long the functions it calls for a level: the
+    reference scale of its rules' firings, and their values, a few rules to a function (_chunks)."""
     reference, values, top, scale = _inside_pieces(names, reads, tokens, lanes=None)
-    if sum(map(len, reference + values)) <= CHUNK_LINES:  # a small program: one function is quicker
-        return ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *_pad(sum(reference, [])),
-                "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *_pad(sum(values, [])), *_pad(top),
-                "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
-                "        ls[lev] = -np.inf"], []
-    functions, scales, adds = [], [], []
-    for c, chunk in enumerate(_chunks(reference)):
-        functions.append(Function(f"_inside_scale_{c}", SCALE_ARGS, _with_preamble(
-            preamble, ["ref = -np.inf", *chunk, "return ref"])))
-        scales.append(f"    ref = max(ref, _inside_scale_{c}({SCALE_ARGS}))")
-    for c, chunk in enumerate(_chunks(values)):
-        # a table's reader (a division per row) is made once a pass, not once a level
-        readers = sorted(set(re.findall(r"\brt\d+\b", "\n".join(chunk))), key=lambda name: int(name[2:]))
-        params = ", ".join([VALUES_ARGS, *readers])
-        functions.append(Function(f"_inside_values_{c}", params, _with_preamble(preamble, chunk)))
-        adds.append(f"    _inside_values_{c}({params})")
+    functions: list[Function] = []
+    if sum(map(len, reference + values)) <= CHUNK_LINES:  # a short pass: one function compiles quicker
+        scales, adds = _pad(sum(reference, [])), _pad(sum(values, []))
+    else:
+        scales, adds = [], []
+        for c, chunk in enumerate(_chunks(reference)):
+            functions.append(Function(f"_inside_scale_{c}", SCALE_ARGS, _with_preamble(
+                preamble, ["ref = -np.inf", *chunk, "return ref"])))
+            scales.append(f"    ref = max(ref, _inside_scale_{c}({SCALE_ARGS}))")
+        for c, chunk in enumerate(_chunks(values)):
+            # a table's reader (a division per row) is made once a pass, not once a level
+            readers = sorted(set(re.findall(r"\brt\d+\b", "\n".join(chunk))), key=lambda name: int(name[2:]))
+            params = ", ".join([VALUES_ARGS, *readers])
+            functions.append(Function(f"_inside_values_{c}", params, _with_preamble(preamble, chunk)))
+            adds.append(f"    _inside_values_{c}({params})")
     lines = ["for lev in range(n + 3):", "    ls[lev] = -np.inf", "    ref = -np.inf", *scales,
              "    if ref == -np.inf:", "        continue", "    ls[lev] = ref", *adds, *_pad(top),
              "    if top > 0.0:", *_pad(scale, 8), "        ls[lev] = ref - np.log(shrink)", "    else:",
