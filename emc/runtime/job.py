@@ -49,8 +49,8 @@ from emc.spec.parse import parse_file, parse_text
 # hmm_sparse 11.9, hmm_align_pr 15.5), 5-16 s for a structure written as rules (chain 5.1, segment
 # 5.2, hmm_prevword 5.4, hmm_mixture 6.1, pcfg 6.3, hsmm 6.5, dmv 11.6, evg 15.9), 10-22 s with
 # featured blocks (their M-step compiles too); a decoder (data with gold annotations) adds to it,
-# the same machine on another day took a quarter more (round 7), and a machine shared with other
-# work doubles it.
+# the same machine took a quarter more an hour later (and the AMD machine of round 7 too), and a
+# machine shared with other work doubles it.
 COMPILE_SECONDS = "3 to 16"
 RULES_COMPILE_SECONDS = "5 to 16"
 FEATURED_COMPILE_SECONDS = "10 to 22"
