@@ -249,7 +249,7 @@ def _project(ex, ints, layout, meta, derived, scores, posterior, jumps):
 @njit(cache=True)
 def _projected_scores(ex, ints, layout, meta, derived, scores):
     """The link scores shifted by the pair's projected duals (their best alignment is decoded)."""
-    _project(ex, ints, layout, meta, derived, scores, np.empty_like(scores), np.zeros(_prepared(meta)))
+    _project(ex, ints, layout, meta, derived, scores, np.empty_like(scores), np.zeros(0))  # no jump counts
     source = array(ints, layout, A_SOURCE_OFFSETS)
     base = _projection_base(meta, derived)
     duals = derived[base + PROJECTION_HEAD + source[ex]:base + PROJECTION_HEAD + source[ex + 1]]
@@ -324,10 +324,12 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
     posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
+    # no room for jump counts (np.zeros(0)): no caller of the posteriors reads them (the HMM
+    # aligner's forward-backward then skips them, a third of its work)
     if _projecting(np.int64(SUM), meta, derived):  # the projected posterior
-        log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, np.zeros(_prepared(meta)))
-    else:  # the jump buckets' room (derived may go on with the link shifts)
-        log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(_prepared(meta)))
+        log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, np.zeros(0))
+    else:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(0))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):

@@ -151,7 +151,9 @@ def sample_example(ex, ints, layout, meta, params, derived, out):
 def posterior_example(ex, ints, layout, meta, params, derived, out):
     """P(a_j = i), target word by target word: out[j * width + i], NULL last."""
     posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
-    log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(derived.shape[0]))
+    # no room for jump counts (np.zeros(0)): no caller of the posteriors reads them (the HMM
+    # aligner's forward-backward then skips them, a third of its work)
+    log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(0))
     width, m = posterior.shape
     for j in range(m):
         for i in range(width):

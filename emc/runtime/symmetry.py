@@ -75,7 +75,7 @@ class SymmetricProjection:
         gap, over = before[0].copy(), before[1].copy()  # at each pair's current x
         start, esteps, used = f.copy(), np.ones(n), 1
         trial, trial_f, trial_grad = x.copy(), np.empty(n), np.empty_like(self.x)
-        warm = np.flatnonzero(_sums(np.abs(self.x), self.x_at[:-1], self.x_at[1:]) > 0.0)
+        warm = np.flatnonzero(symmetry.has_duals(self.x, self.x_at))
         if len(warm):  # the previous iteration's duals, where they score better than zero
             trial_gap, trial_over = self._evaluate(params, warm, self.x, trial_f, trial_grad)
             esteps[warm] += 1
@@ -95,9 +95,7 @@ class SymmetricProjection:
             accepted = trial_f[active] <= f[active] + ARMIJO * symmetry.pair_dots(grad, trial, x, self.x_at, active)
             good, bad = active[accepted], active[~accepted]
             # Barzilai-Borwein: |s|^2 / s.y with s the step and y the change of the gradient
-            step = trial - x
-            curved = symmetry.pair_dots(step, trial_grad, grad, self.x_at, good)
-            squared = symmetry.pair_dots(step, trial, x, self.x_at, good)
+            curved, squared = symmetry.step_terms(x, trial, grad, trial_grad, self.x_at, good)
             length[good] = np.where(curved > 0.0, squared / np.where(curved > 0.0, curved, 1.0), length[good])
             length[bad] *= SHRINK
             self._accept(good, (trial, trial_grad, trial_f, trial_gap, trial_over), (x, grad, f, gap, over))
@@ -134,16 +132,12 @@ class SymmetricProjection:
             at.append(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
             log_z += z
         if bijective:
-            log_z += sign * bound * self._mu_sums(x)[pairs]
+            log_z += sign * bound * symmetry.mu_sums(x, self.x_at, self.lengths, pairs)
         f[pairs] = log_z
         gap, over = np.zeros(self.n_examples), np.zeros(self.n_examples)
         symmetry.gradients(flat[0], at[0], flat[1], at[1], pairs, self.x_at, self.lengths, *self.nulls, bijective,
                            sign, bound, grad, gap, over)
         return gap, over
-
-    def _mu_sums(self, x: np.ndarray) -> np.ndarray:
-        """Per pair, the sum of its position duals (mu_f and mu_r)."""
-        return _sums(x, self.x_at[:-1] + self.lengths[:, 0] * self.lengths[:, 1], self.x_at[1:])
 
     def _record(self, before: tuple, after: tuple, kl: np.ndarray, esteps: np.ndarray) -> None:
         """What the projection did, for the iteration's record (as ExampleProjection.last)."""
@@ -159,12 +153,8 @@ class SymmetricProjection:
             positions = max(float(self.lengths.sum()), 1.0)
             rows.append({"name": c.name, "bound": f"{c.op} {c.bound:g} per {c.attr.text}, both directions",
                          "before": float(before[1].sum()) / positions, "after": float(after[1].sum()) / positions,
-                         "lambda": float(self._mu_sums(self.x).sum()) / positions, "dual": float(kl.sum()),
+                         "lambda": float(symmetry.mu_sums(self.x, self.x_at, self.lengths,
+                                                          np.arange(self.n_examples)).sum()) / positions,
+                         "dual": float(kl.sum()),
                          "esteps": float(esteps.mean()) if len(esteps) else 0.0})
         self.last = {"example_constraints": rows}
-
-
-def _sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """sum(values[starts[k]:ends[k]]) for each k (empty ranges sum to 0)."""
-    cumulative = np.concatenate([[0.0], np.cumsum(values)])
-    return cumulative[ends] - cumulative[starts]

@@ -92,6 +92,43 @@ def pair_dots(a, b, c, x_at, pairs) -> np.ndarray:
 
 
 @njit(cache=True)
+def step_terms(x, trial, grad, trial_grad, x_at, pairs):
+    """Per pair, Barzilai-Borwein's s.y and |s|^2, s the step trial - x and y the change of the
+    gradient trial_grad - grad."""
+    curved, squared = np.zeros(pairs.shape[0]), np.zeros(pairs.shape[0])
+    for q in range(pairs.shape[0]):
+        k = pairs[q]
+        for v in range(x_at[k], x_at[k + 1]):
+            step = trial[v] - x[v]
+            curved[q] += step * (trial_grad[v] - grad[v])
+            squared[q] += step * (trial[v] - x[v])
+    return curved, squared
+
+
+@njit(cache=True)
+def mu_sums(x, x_at, lengths, pairs):
+    """Per pair, the sum of its position duals (mu_f and mu_r, after its l m link duals)."""
+    out = np.zeros(pairs.shape[0])
+    for q in range(pairs.shape[0]):
+        k = pairs[q]
+        for v in range(x_at[k] + lengths[k, 0] * lengths[k, 1], x_at[k + 1]):
+            out[q] += x[v]
+    return out
+
+
+@njit(cache=True)
+def has_duals(x, x_at):
+    """Per pair, whether any of its duals is not zero."""
+    out = np.zeros(x_at.shape[0] - 1, np.bool_)
+    for k in range(out.shape[0]):
+        for v in range(x_at[k], x_at[k + 1]):
+            if x[v] != 0.0:
+                out[k] = True
+                break
+    return out
+
+
+@njit(cache=True)
 def take(source, target, x_at, pairs):
     """The pairs' duals (or gradients) of source into target."""
     for k in pairs:
