@@ -139,57 +139,45 @@ def _inside_scale_0(ex, ints, layout, meta, ls, lev):
     n = offsets[ex + 1] - first
     ref = -np.inf
     if 0 <= 0 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 1 <= 1:
-                if 0 <= 0 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv0 < n:
-                                if 0 <= rv1 < n:
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                            ref = max(ref, rs)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv0 < n:
+                    if 0 <= rv1 < n:
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                ref = max(ref, rs)
     if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 1 <= 1:
-                if 0 <= 1 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv0 < n:
-                                if 0 <= rv1 < n:
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                            ref = max(ref, rs)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv0 < n:
+                    if 0 <= rv1 < n:
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                ref = max(ref, rs)
     if 0 <= 0 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv1 < n:
-                                if 0 <= rv0 < n:
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                            ref = max(ref, rs)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv1 < n:
+                    if 0 <= rv0 < n:
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                ref = max(ref, rs)
     if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv1 < n:
-                                if 0 <= rv0 < n:
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
-                                            ref = max(ref, rs)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv1 < n:
+                    if 0 <= rv0 < n:
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - 0.0)
+                                ref = max(ref, rs)
     if lev == (n + 2):
         if 0 <= 0 <= (-1 + n):
             if 0 <= (-1 + n) <= (-1 + n):
@@ -219,22 +207,18 @@ def _inside_scale_0(ex, ints, layout, meta, ls, lev):
             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                 rs = (ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - 0.0)
                 ref = max(ref, rs)
-    if 0 <= 1 <= 1:
-        if 0 <= 1 <= 1:
-            for rv0 in range(0, (-1 + n) + 1):
-                rv1 = (rv0 + lev - 1)
-                if max(0, rv0) <= rv1 <= (-1 + n):
-                    if 0 <= rv0 < n:
-                        rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
-                        ref = max(ref, rs)
-    if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            for rv0 in range(0, (-1 + n) + 1):
-                rv1 = (rv0 - lev + 1)
-                if 0 <= rv1 <= min((-1 + n), rv0):
-                    if 0 <= rv0 < n:
-                        rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
-                        ref = max(ref, rs)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if max(0, rv0) <= rv1 <= (-1 + n):
+            if 0 <= rv0 < n:
+                rs = (ls[np.uint64((1 + rv1 - rv0))] - 0.0)
+                ref = max(ref, rs)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 - lev + 1)
+        if 0 <= rv1 <= min((-1 + n), rv0):
+            if 0 <= rv0 < n:
+                rs = (ls[np.uint64((1 + rv0 - rv1))] - 0.0)
+                ref = max(ref, rs)
     return ref
 
 
@@ -302,101 +286,89 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
     s5_0 = s5_1 * z5_1
     b6 = b5 + s5_0 * z5_0
     if 0 <= 0 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 1 <= 1:
-                if 0 <= 0 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv0 < n:
-                                if 0 <= rv1 < n:
-                                    token_0 = tokens_0[np.uint64(first + rv1)]
-                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                            if ru1 != 0.0:
-                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                acc = 0.0
-                                                for rv3 in range(0, min(2, 0) + 1):
-                                                    if 0 <= rv3 <= 2:
-                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                        acc = plus(semiring, acc, rw1 * ru0)
-                                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv0 < n:
+                    if 0 <= rv1 < n:
+                        token_0 = tokens_0[np.uint64(first + rv1)]
+                        token_0_1 = tokens_0[np.uint64(first + rv0)]
+                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                if ru1 != 0.0:
+                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                    acc = 0.0
+                                    for rv3 in range(0, min(2, 0) + 1):
+                                        if 0 <= rv3 <= 2:
+                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                            acc = plus(semiring, acc, rw1 * ru0)
+                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
     if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 1 <= 1:
-                if 0 <= 1 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv0 < n:
-                                if 0 <= rv1 < n:
-                                    token_0 = tokens_0[np.uint64(first + rv1)]
-                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                            if ru1 != 0.0:
-                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                acc = 0.0
-                                                for rv3 in range(max(0, 1), 2 + 1):
-                                                    if 0 <= rv3 <= 2:
-                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                        acc = plus(semiring, acc, rw1 * ru0)
-                                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv0 < n:
+                    if 0 <= rv1 < n:
+                        token_0 = tokens_0[np.uint64(first + rv1)]
+                        token_0_1 = tokens_0[np.uint64(first + rv0)]
+                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                if ru1 != 0.0:
+                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                    acc = 0.0
+                                    for rv3 in range(max(0, 1), 2 + 1):
+                                        if 0 <= rv3 <= 2:
+                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                            acc = plus(semiring, acc, rw1 * ru0)
+                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
     if 0 <= 0 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv1 < n:
-                                if 0 <= rv0 < n:
-                                    token_0 = tokens_0[np.uint64(first + rv0)]
-                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                            if ru0 != 0.0:
-                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                acc = 0.0
-                                                for rv3 in range(0, min(2, 0) + 1):
-                                                    if 0 <= rv3 <= 2:
-                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                        acc = plus(semiring, acc, rw1 * ru1)
-                                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv1 < n:
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        token_0_1 = tokens_0[np.uint64(first + rv1)]
+                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                if ru0 != 0.0:
+                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                    acc = 0.0
+                                    for rv3 in range(0, min(2, 0) + 1):
+                                        if 0 <= rv3 <= 2:
+                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                            acc = plus(semiring, acc, rw1 * ru1)
+                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
     if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    for rv0 in range(0, (-1 + n) + 1):
-                        rv1 = (rv0 + lev - 1)
-                        if 0 <= rv1 <= (-1 + n):
-                            if 0 <= rv1 < n:
-                                if 0 <= rv0 < n:
-                                    token_0 = tokens_0[np.uint64(first + rv0)]
-                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
-                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                        if 0 <= (1 + rv2) <= (-1 + n):
-                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                            if ru0 != 0.0:
-                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
-                                                acc = 0.0
-                                                for rv3 in range(max(0, 1), 2 + 1):
-                                                    if 0 <= rv3 <= 2:
-                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                        acc = plus(semiring, acc, rw1 * ru1)
-                                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if 0 <= rv1 <= (-1 + n):
+                if 0 <= rv1 < n:
+                    if 0 <= rv0 < n:
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        token_0_1 = tokens_0[np.uint64(first + rv1)]
+                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                        for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                            if 0 <= (1 + rv2) <= (-1 + n):
+                                ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                if ru0 != 0.0:
+                                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ref)
+                                    acc = 0.0
+                                    for rv3 in range(max(0, 1), 2 + 1):
+                                        if 0 <= rv3 <= 2:
+                                            rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                            ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                            acc = plus(semiring, acc, rw1 * ru1)
+                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
     if lev == (n + 2):
         if 0 <= 0 <= (-1 + n):
             if 0 <= (-1 + n) <= (-1 + n):
@@ -442,6 +414,19 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                         if 0 <= (1 + rv3) <= 2:
                             ru1 = chart[np.uint64(b5 + (rv2 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (rv3 - lo5_2) * s5_2)]
                             chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)] = plus(semiring, chart[np.uint64(b3 + (rv0 - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + ((1 + rv3) - lo3_2) * s3_2)], (ru0 * rf) * ru1)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 + lev - 1)
+        if max(0, rv0) <= rv1 <= (-1 + n):
+            if 0 <= rv0 < n:
+                token_0 = tokens_0[np.uint64(first + rv0)]
+                rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
+                acc = 0.0
+                for rv2 in range(0, 2 + 1):
+                    if 0 <= rv2 <= 2:
+                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
+                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
+                        acc = plus(semiring, acc, rw0 * ru0)
+                chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -495,36 +480,19 @@ def _inside_values_1(ex, ints, layout, meta, params, derived, semiring, chart, l
     z4_1 = max(0, (-1 + n) - lo4_1 + 1)
     s4_1 = 1
     s4_0 = s4_1 * z4_1
-    if 0 <= 1 <= 1:
-        if 0 <= 1 <= 1:
-            for rv0 in range(0, (-1 + n) + 1):
-                rv1 = (rv0 + lev - 1)
-                if max(0, rv0) <= rv1 <= (-1 + n):
-                    if 0 <= rv0 < n:
-                        token_0 = tokens_0[np.uint64(first + rv0)]
-                        rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ref)
-                        acc = 0.0
-                        for rv2 in range(0, 2 + 1):
-                            if 0 <= rv2 <= 2:
-                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
-                                acc = plus(semiring, acc, rw0 * ru0)
-                        chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)], acc * rf)
-    if 0 <= 1 <= 1:
-        if 0 <= 0 <= 1:
-            for rv0 in range(0, (-1 + n) + 1):
-                rv1 = (rv0 - lev + 1)
-                if 0 <= rv1 <= min((-1 + n), rv0):
-                    if 0 <= rv0 < n:
-                        token_0 = tokens_0[np.uint64(first + rv0)]
-                        rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
-                        acc = 0.0
-                        for rv2 in range(0, 2 + 1):
-                            if 0 <= rv2 <= 2:
-                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
-                                acc = plus(semiring, acc, rw0 * ru0)
-                        chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
+    for rv0 in range(0, (-1 + n) + 1):
+        rv1 = (rv0 - lev + 1)
+        if 0 <= rv1 <= min((-1 + n), rv0):
+            if 0 <= rv0 < n:
+                token_0 = tokens_0[np.uint64(first + rv0)]
+                rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ref)
+                acc = 0.0
+                for rv2 in range(0, 2 + 1):
+                    if 0 <= rv2 <= 2:
+                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
+                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
+                        acc = plus(semiring, acc, rw0 * ru0)
+                chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] = plus(semiring, chart[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)], acc * rf)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -787,50 +755,46 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     for lev in range(n + 2, -1, -1):
         if ls[lev] == -np.inf:
             continue
-        if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 - lev + 1)
-                    if 0 <= rv1 <= min((-1 + n), rv0):
-                        if 0 <= rv0 < n:
-                            token_0 = tokens_0[np.uint64(first + rv0)]
-                            rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[lev])
-                            roh = out[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
-                            if roh != 0.0:
-                                for rv2 in range(0, 2 + 1):
-                                    if 0 <= rv2 <= 2:
-                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
-                                        if counting:
-                                            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
-                                            dense[cell] += (roh * rf) * rw0 * ru0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                        out[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)] += (roh * rf) * rw0
-        if 0 <= 1 <= 1:
-            if 0 <= 1 <= 1:
-                for rv0 in range(0, (-1 + n) + 1):
-                    rv1 = (rv0 + lev - 1)
-                    if max(0, rv0) <= rv1 <= (-1 + n):
-                        if 0 <= rv0 < n:
-                            token_0 = tokens_0[np.uint64(first + rv0)]
-                            rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[lev])
-                            roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
-                            if roh != 0.0:
-                                for rv2 in range(0, 2 + 1):
-                                    if 0 <= rv2 <= 2:
-                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
-                                        if counting:
-                                            cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
-                                            dense[cell] += (roh * rf) * rw0 * ru0 * weight
-                                            if tracked and mark[cell] == 0:
-                                                mark[cell] = 1
-                                                listed += 1
-                                                touched[listed] = cell
-                                        out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)] += (roh * rf) * rw0
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 - lev + 1)
+            if 0 <= rv1 <= min((-1 + n), rv0):
+                if 0 <= rv0 < n:
+                    token_0 = tokens_0[np.uint64(first + rv0)]
+                    rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[lev])
+                    roh = out[np.uint64(b4 + (rv1 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
+                    if roh != 0.0:
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
+                                if counting:
+                                    cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 0) * size_2 + rv2
+                                    dense[cell] += (roh * rf) * rw0 * ru0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                                out[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)] += (roh * rf) * rw0
+        for rv0 in range(0, (-1 + n) + 1):
+            rv1 = (rv0 + lev - 1)
+            if max(0, rv0) <= rv1 <= (-1 + n):
+                if 0 <= rv0 < n:
+                    token_0 = tokens_0[np.uint64(first + rv0)]
+                    rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[lev])
+                    roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1)]
+                    if roh != 0.0:
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
+                                if counting:
+                                    cell = ro0 + (1) * rr0 + ((token_0) * size_1 + 1) * size_2 + rv2
+                                    dense[cell] += (roh * rf) * rw0 * ru0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
+                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)] += (roh * rf) * rw0
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
@@ -890,201 +854,189 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
                                 out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
         if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv0)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
-                                        roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)]
-                                        if roh != 0.0:
-                                            rm0 = 0.0
-                                            rp = 0.0
-                                            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                    if ru0 != 0.0:
-                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
-                                                        rb0 = 0.0
-                                                        rg = 0.0
-                                                        for rv3 in range(max(0, 1), 2 + 1):
-                                                            if 0 <= rv3 <= 2:
-                                                                rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                                rg += rw1 * ru1
-                                                                if counting:
-                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                                    dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
-                                                                    if tracked and mark[cell] == 0:
-                                                                        mark[cell] = 1
-                                                                        listed += 1
-                                                                        touched[listed] = cell
-                                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
-                                                        rm0 += rg * roh * rw0 * ru0 * rf
-                                                        rp += rg * roh * rw0 * ru0 * rf
-                                                        rb0 += rg * roh * rw0 * rf
-                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
-                                            if posting:
-                                                post[rv0 * rpw + rv1 + 1] += rp
-                                            if counting:
-                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 1
-                                                dense[cell] += rm0 * weight
-                                                if tracked and mark[cell] == 0:
-                                                    mark[cell] = 1
-                                                    listed += 1
-                                                    touched[listed] = cell
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if 0 <= rv1 <= (-1 + n):
+                    if 0 <= rv1 < n:
+                        if 0 <= rv0 < n:
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            token_0_1 = tokens_0[np.uint64(first + rv1)]
+                            rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                            roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)]
+                            if roh != 0.0:
+                                rm0 = 0.0
+                                rp = 0.0
+                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                    if 0 <= (1 + rv2) <= (-1 + n):
+                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                        if ru0 != 0.0:
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                            rb0 = 0.0
+                                            rg = 0.0
+                                            for rv3 in range(max(0, 1), 2 + 1):
+                                                if 0 <= rv3 <= 2:
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                    rg += rw1 * ru1
+                                                    if counting:
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
+                                                        dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * ru0 * rf
+                                            rp += rg * roh * rw0 * ru0 * rf
+                                            rb0 += rg * roh * rw0 * rf
+                                            out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
+                                if posting:
+                                    post[rv0 * rpw + rv1 + 1] += rp
+                                if counting:
+                                    cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 1
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
         if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 0 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv1 < n:
-                                    if 0 <= rv0 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv0)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
-                                        roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)]
-                                        if roh != 0.0:
-                                            rm0 = 0.0
-                                            rp = 0.0
-                                            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                    if ru0 != 0.0:
-                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
-                                                        rb0 = 0.0
-                                                        rg = 0.0
-                                                        for rv3 in range(0, min(2, 0) + 1):
-                                                            if 0 <= rv3 <= 2:
-                                                                rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                                rg += rw1 * ru1
-                                                                if counting:
-                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                                    dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
-                                                                    if tracked and mark[cell] == 0:
-                                                                        mark[cell] = 1
-                                                                        listed += 1
-                                                                        touched[listed] = cell
-                                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
-                                                        rm0 += rg * roh * rw0 * ru0 * rf
-                                                        rp += rg * roh * rw0 * ru0 * rf
-                                                        rb0 += rg * roh * rw0 * rf
-                                                        out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
-                                            if posting:
-                                                post[rv0 * rpw + rv1 + 1] += rp
-                                            if counting:
-                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 0
-                                                dense[cell] += rm0 * weight
-                                                if tracked and mark[cell] == 0:
-                                                    mark[cell] = 1
-                                                    listed += 1
-                                                    touched[listed] = cell
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if 0 <= rv1 <= (-1 + n):
+                    if 0 <= rv1 < n:
+                        if 0 <= rv0 < n:
+                            token_0 = tokens_0[np.uint64(first + rv0)]
+                            token_0_1 = tokens_0[np.uint64(first + rv1)]
+                            rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                            roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)]
+                            if roh != 0.0:
+                                rm0 = 0.0
+                                rp = 0.0
+                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                    if 0 <= (1 + rv2) <= (-1 + n):
+                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                        if ru0 != 0.0:
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                            rb0 = 0.0
+                                            rg = 0.0
+                                            for rv3 in range(0, min(2, 0) + 1):
+                                                if 0 <= rv3 <= 2:
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                    rg += rw1 * ru1
+                                                    if counting:
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
+                                                        dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * ru0 * rf
+                                            rp += rg * roh * rw0 * ru0 * rf
+                                            rb0 += rg * roh * rw0 * rf
+                                            out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
+                                if posting:
+                                    post[rv0 * rpw + rv1 + 1] += rp
+                                if counting:
+                                    cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 0) * size_1 + 0
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
         if 0 <= 1 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 1 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv1)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
-                                        roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)]
-                                        if roh != 0.0:
-                                            rm0 = 0.0
-                                            rp = 0.0
-                                            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                    if ru1 != 0.0:
-                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
-                                                        rb1 = 0.0
-                                                        rg = 0.0
-                                                        for rv3 in range(max(0, 1), 2 + 1):
-                                                            if 0 <= rv3 <= 2:
-                                                                rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                                rg += rw1 * ru0
-                                                                if counting:
-                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                                    dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
-                                                                    if tracked and mark[cell] == 0:
-                                                                        mark[cell] = 1
-                                                                        listed += 1
-                                                                        touched[listed] = cell
-                                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                        rm0 += rg * roh * rw0 * ru1 * rf
-                                                        rp += rg * roh * rw0 * ru1 * rf
-                                                        rb1 += rg * roh * rw0 * rf
-                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
-                                            if posting:
-                                                post[rv1 * rpw + rv0 + 1] += rp
-                                            if counting:
-                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 1
-                                                dense[cell] += rm0 * weight
-                                                if tracked and mark[cell] == 0:
-                                                    mark[cell] = 1
-                                                    listed += 1
-                                                    touched[listed] = cell
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if 0 <= rv1 <= (-1 + n):
+                    if 0 <= rv0 < n:
+                        if 0 <= rv1 < n:
+                            token_0 = tokens_0[np.uint64(first + rv1)]
+                            token_0_1 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                            roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)]
+                            if roh != 0.0:
+                                rm0 = 0.0
+                                rp = 0.0
+                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                    if 0 <= (1 + rv2) <= (-1 + n):
+                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                        if ru1 != 0.0:
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                            rb1 = 0.0
+                                            rg = 0.0
+                                            for rv3 in range(max(0, 1), 2 + 1):
+                                                if 0 <= rv3 <= 2:
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                    rg += rw1 * ru0
+                                                    if counting:
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
+                                                        dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * ru1 * rf
+                                            rp += rg * roh * rw0 * ru1 * rf
+                                            rb1 += rg * roh * rw0 * rf
+                                            out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
+                                if posting:
+                                    post[rv1 * rpw + rv0 + 1] += rp
+                                if counting:
+                                    cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 1
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
         if 0 <= 0 <= 1:
-            if 0 <= 0 <= 1:
-                if 0 <= 1 <= 1:
-                    if 0 <= 0 <= 1:
-                        for rv0 in range(0, (-1 + n) + 1):
-                            rv1 = (rv0 + lev - 1)
-                            if 0 <= rv1 <= (-1 + n):
-                                if 0 <= rv0 < n:
-                                    if 0 <= rv1 < n:
-                                        token_0 = tokens_0[np.uint64(first + rv1)]
-                                        token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                        rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
-                                        roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)]
-                                        if roh != 0.0:
-                                            rm0 = 0.0
-                                            rp = 0.0
-                                            for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                if 0 <= (1 + rv2) <= (-1 + n):
-                                                    ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                    if ru1 != 0.0:
-                                                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
-                                                        rb1 = 0.0
-                                                        rg = 0.0
-                                                        for rv3 in range(0, min(2, 0) + 1):
-                                                            if 0 <= rv3 <= 2:
-                                                                rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                                rg += rw1 * ru0
-                                                                if counting:
-                                                                    cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                                    dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
-                                                                    if tracked and mark[cell] == 0:
-                                                                        mark[cell] = 1
-                                                                        listed += 1
-                                                                        touched[listed] = cell
-                                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                                        rm0 += rg * roh * rw0 * ru1 * rf
-                                                        rp += rg * roh * rw0 * ru1 * rf
-                                                        rb1 += rg * roh * rw0 * rf
-                                                        out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
-                                            if posting:
-                                                post[rv1 * rpw + rv0 + 1] += rp
-                                            if counting:
-                                                cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 0
-                                                dense[cell] += rm0 * weight
-                                                if tracked and mark[cell] == 0:
-                                                    mark[cell] = 1
-                                                    listed += 1
-                                                    touched[listed] = cell
+            for rv0 in range(0, (-1 + n) + 1):
+                rv1 = (rv0 + lev - 1)
+                if 0 <= rv1 <= (-1 + n):
+                    if 0 <= rv0 < n:
+                        if 0 <= rv1 < n:
+                            token_0 = tokens_0[np.uint64(first + rv1)]
+                            token_0_1 = tokens_0[np.uint64(first + rv0)]
+                            rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                            roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)]
+                            if roh != 0.0:
+                                rm0 = 0.0
+                                rp = 0.0
+                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                    if 0 <= (1 + rv2) <= (-1 + n):
+                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                        if ru1 != 0.0:
+                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[lev])
+                                            rb1 = 0.0
+                                            rg = 0.0
+                                            for rv3 in range(0, min(2, 0) + 1):
+                                                if 0 <= rv3 <= 2:
+                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                    rg += rw1 * ru0
+                                                    if counting:
+                                                        cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
+                                                        dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
+                                                        if tracked and mark[cell] == 0:
+                                                            mark[cell] = 1
+                                                            listed += 1
+                                                            touched[listed] = cell
+                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * ru1 * rf
+                                            rp += rg * roh * rw0 * ru1 * rf
+                                            rb1 += rg * roh * rw0 * rf
+                                            out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
+                                if posting:
+                                    post[rv1 * rpw + rv0 + 1] += rp
+                                if counting:
+                                    cell = ro1 + (token_0) * rr1 + ((token_0_1) * size_1 + 1) * size_1 + 0
+                                    dense[cell] += rm0 * weight
+                                    if tracked and mark[cell] == 0:
+                                        mark[cell] = 1
+                                        listed += 1
+                                        touched[listed] = cell
     if tracked:
         touched[0] = listed
 
@@ -1272,24 +1224,22 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             if 0 <= rv0 <= (-1 + n):
                 if max(0, rv0) <= rv1 <= (-1 + n):
                     if 0 <= rv0 < n:
-                        if 0 <= 1 <= 1:
-                            if 0 <= 1 <= 1:
-                                token_0 = tokens_0[np.uint64(first + rv0)]
-                                rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[hl])
-                                for rv2 in range(0, 2 + 1):
-                                    if 0 <= rv2 <= 2:
-                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
-                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
-                                        term = rw0 * ru0 * rf
-                                        if _better(sampling, term, best, u):
-                                            best = term
-                                            u -= term if sampling else 0.0
-                                            chosen = 0
-                                            pick[0] = rv0
-                                            pick[1] = rv1
-                                            pick[2] = rv2
-                                        elif sampling and term > 0.0:
-                                            u -= term
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv1 - rv0))] - ls[hl])
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 1) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv2 - lo0_2) * s0_2)]
+                                term = rw0 * ru0 * rf
+                                if _better(sampling, term, best, u):
+                                    best = term
+                                    u -= term if sampling else 0.0
+                                    chosen = 0
+                                    pick[0] = rv0
+                                    pick[1] = rv1
+                                    pick[2] = rv2
+                                elif sampling and term > 0.0:
+                                    u -= term
             if chosen < 0:
                 return -1
             if chosen == 0:
@@ -1326,32 +1276,29 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= 0 <= 1:
                             if 0 <= rv0 < n:
                                 if 0 <= rv1 < n:
-                                    if 0 <= 0 <= 1:
-                                        if 0 <= 1 <= 1:
-                                            if 0 <= 0 <= 1:
-                                                token_0 = tokens_0[np.uint64(first + rv1)]
-                                                token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                                rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
-                                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                    if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                        if ru1 != 0.0:
-                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
-                                                            for rv3 in range(0, min(2, 0) + 1):
-                                                                if 0 <= rv3 <= 2:
-                                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                                    term = rw0 * rw1 * ru0 * ru1 * rf
-                                                                    if _better(sampling, term, best, u):
-                                                                        best = term
-                                                                        u -= term if sampling else 0.0
-                                                                        chosen = 0
-                                                                        pick[0] = rv0
-                                                                        pick[1] = rv1
-                                                                        pick[2] = rv2
-                                                                        pick[3] = rv3
-                                                                    elif sampling and term > 0.0:
-                                                                        u -= term
+                                    token_0 = tokens_0[np.uint64(first + rv1)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                            if ru1 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
+                                                for rv3 in range(0, min(2, 0) + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        if _better(sampling, term, best, u):
+                                                            best = term
+                                                            u -= term if sampling else 0.0
+                                                            chosen = 0
+                                                            pick[0] = rv0
+                                                            pick[1] = rv1
+                                                            pick[2] = rv2
+                                                            pick[3] = rv3
+                                                        elif sampling and term > 0.0:
+                                                            u -= term
             if 1 == rh2:
                 rv0 = rh0
                 rv1 = rh1
@@ -1360,32 +1307,29 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= 1 <= 1:
                             if 0 <= rv0 < n:
                                 if 0 <= rv1 < n:
-                                    if 0 <= 0 <= 1:
-                                        if 0 <= 1 <= 1:
-                                            if 0 <= 1 <= 1:
-                                                token_0 = tokens_0[np.uint64(first + rv1)]
-                                                token_0_1 = tokens_0[np.uint64(first + rv0)]
-                                                rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
-                                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                    if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
-                                                        if ru1 != 0.0:
-                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
-                                                            for rv3 in range(max(0, 1), 2 + 1):
-                                                                if 0 <= rv3 <= 2:
-                                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
-                                                                    ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                                    term = rw0 * rw1 * ru0 * ru1 * rf
-                                                                    if _better(sampling, term, best, u):
-                                                                        best = term
-                                                                        u -= term if sampling else 0.0
-                                                                        chosen = 1
-                                                                        pick[0] = rv0
-                                                                        pick[1] = rv1
-                                                                        pick[2] = rv2
-                                                                        pick[3] = rv3
-                                                                    elif sampling and term > 0.0:
-                                                                        u -= term
+                                    token_0 = tokens_0[np.uint64(first + rv1)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv0)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
+                                            if ru1 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
+                                                for rv3 in range(max(0, 1), 2 + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
+                                                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
+                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        if _better(sampling, term, best, u):
+                                                            best = term
+                                                            u -= term if sampling else 0.0
+                                                            chosen = 1
+                                                            pick[0] = rv0
+                                                            pick[1] = rv1
+                                                            pick[2] = rv2
+                                                            pick[3] = rv3
+                                                        elif sampling and term > 0.0:
+                                                            u -= term
             if chosen < 0:
                 return -1
             if chosen == 0:
@@ -1526,24 +1470,22 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             if 0 <= rv1 <= min((-1 + n), rv0):
                 if 0 <= rv0 <= (-1 + n):
                     if 0 <= rv0 < n:
-                        if 0 <= 1 <= 1:
-                            if 0 <= 0 <= 1:
-                                token_0 = tokens_0[np.uint64(first + rv0)]
-                                rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[hl])
-                                for rv2 in range(0, 2 + 1):
-                                    if 0 <= rv2 <= 2:
-                                        rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
-                                        ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
-                                        term = rw0 * ru0 * rf
-                                        if _better(sampling, term, best, u):
-                                            best = term
-                                            u -= term if sampling else 0.0
-                                            chosen = 0
-                                            pick[0] = rv0
-                                            pick[1] = rv1
-                                            pick[2] = rv2
-                                        elif sampling and term > 0.0:
-                                            u -= term
+                        token_0 = tokens_0[np.uint64(first + rv0)]
+                        rf = np.exp(ls[np.uint64((1 + rv0 - rv1))] - ls[hl])
+                        for rv2 in range(0, 2 + 1):
+                            if 0 <= rv2 <= 2:
+                                rw0 = read(params, meta, T_2, ((token_0) * size_1 + 0) * size_2 + rv2, 1)
+                                ru0 = chart[np.uint64(b3 + (rv1 - lo3_0) * s3_0 + (rv0 - lo3_1) * s3_1 + (rv2 - lo3_2) * s3_2)]
+                                term = rw0 * ru0 * rf
+                                if _better(sampling, term, best, u):
+                                    best = term
+                                    u -= term if sampling else 0.0
+                                    chosen = 0
+                                    pick[0] = rv0
+                                    pick[1] = rv1
+                                    pick[2] = rv2
+                                elif sampling and term > 0.0:
+                                    u -= term
             if chosen < 0:
                 return -1
             if chosen == 0:
@@ -1580,32 +1522,29 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= 0 <= 1:
                             if 0 <= rv1 < n:
                                 if 0 <= rv0 < n:
-                                    if 0 <= 0 <= 1:
-                                        if 0 <= 0 <= 1:
-                                            if 0 <= 0 <= 1:
-                                                token_0 = tokens_0[np.uint64(first + rv0)]
-                                                token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                                rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
-                                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                    if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                        if ru0 != 0.0:
-                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
-                                                            for rv3 in range(0, min(2, 0) + 1):
-                                                                if 0 <= rv3 <= 2:
-                                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                                    term = rw0 * rw1 * ru0 * ru1 * rf
-                                                                    if _better(sampling, term, best, u):
-                                                                        best = term
-                                                                        u -= term if sampling else 0.0
-                                                                        chosen = 0
-                                                                        pick[0] = rv0
-                                                                        pick[1] = rv1
-                                                                        pick[2] = rv2
-                                                                        pick[3] = rv3
-                                                                    elif sampling and term > 0.0:
-                                                                        u -= term
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                            if ru0 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
+                                                for rv3 in range(0, min(2, 0) + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        if _better(sampling, term, best, u):
+                                                            best = term
+                                                            u -= term if sampling else 0.0
+                                                            chosen = 0
+                                                            pick[0] = rv0
+                                                            pick[1] = rv1
+                                                            pick[2] = rv2
+                                                            pick[3] = rv3
+                                                        elif sampling and term > 0.0:
+                                                            u -= term
             if 1 == rh2:
                 rv0 = rh0
                 rv1 = rh1
@@ -1614,32 +1553,29 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= 1 <= 1:
                             if 0 <= rv1 < n:
                                 if 0 <= rv0 < n:
-                                    if 0 <= 0 <= 1:
-                                        if 0 <= 0 <= 1:
-                                            if 0 <= 1 <= 1:
-                                                token_0 = tokens_0[np.uint64(first + rv0)]
-                                                token_0_1 = tokens_0[np.uint64(first + rv1)]
-                                                rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
-                                                for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
-                                                    if 0 <= (1 + rv2) <= (-1 + n):
-                                                        ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
-                                                        if ru0 != 0.0:
-                                                            rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
-                                                            for rv3 in range(max(0, 1), 2 + 1):
-                                                                if 0 <= rv3 <= 2:
-                                                                    rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
-                                                                    ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                                    term = rw0 * rw1 * ru0 * ru1 * rf
-                                                                    if _better(sampling, term, best, u):
-                                                                        best = term
-                                                                        u -= term if sampling else 0.0
-                                                                        chosen = 1
-                                                                        pick[0] = rv0
-                                                                        pick[1] = rv1
-                                                                        pick[2] = rv2
-                                                                        pick[3] = rv3
-                                                                    elif sampling and term > 0.0:
-                                                                        u -= term
+                                    token_0 = tokens_0[np.uint64(first + rv0)]
+                                    token_0_1 = tokens_0[np.uint64(first + rv1)]
+                                    rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                                    for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
+                                        if 0 <= (1 + rv2) <= (-1 + n):
+                                            ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
+                                            if ru0 != 0.0:
+                                                rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - (1 + rv2)))] - ls[hl])
+                                                for rv3 in range(max(0, 1), 2 + 1):
+                                                    if 0 <= rv3 <= 2:
+                                                        rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
+                                                        ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
+                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        if _better(sampling, term, best, u):
+                                                            best = term
+                                                            u -= term if sampling else 0.0
+                                                            chosen = 1
+                                                            pick[0] = rv0
+                                                            pick[1] = rv1
+                                                            pick[2] = rv2
+                                                            pick[3] = rv3
+                                                        elif sampling and term > 0.0:
+                                                            u -= term
             if chosen < 0:
                 return -1
             if chosen == 0:

@@ -309,7 +309,7 @@ def decoded_form(problem: Problem, example: int, decoded: np.ndarray):
     if name == "alignment":  # a source position per target word, NULL = -1
         return tuple(int(i) for i in decoded)
     if name == "spantree" and problem.args.get("labels"):  # nodes (start, end, label, split)
-        return problem.model.data.module.decoded_nodes(decoded)
+        return problem.model.data.module.decoded_nodes(problem.model.checked, decoded)
     if name == "deptree":  # a head per word, numbered from 1 (0: the root)
         return tuple(int(h) for h in decoded)
     if name == "spantree":  # a 0/1 flag per non-empty span: single symbols and the whole sentence included

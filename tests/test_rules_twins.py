@@ -38,7 +38,7 @@ def _segment_rules(problem, ex, decoded):
 
 
 def _pcfg(problem, ex, decoded):
-    return {span: label for span, (label, _) in problem.model.data.module.decoded_nodes(decoded).items()}
+    return {span: label for span, (label, _) in problem.model.data.module.decoded_nodes(problem.model.checked, decoded).items()}
 
 
 def _pcfg_rules(problem, ex, decoded):

@@ -11,9 +11,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from emc.structures.posteriors import nonempty_spans
 from emc.structures.semiring import MAX, SUM
 from emc.structures.spantree import dp
-from emc.structures.spantree.data import INITIALIZERS, nonempty_spans
+from emc.structures.spantree.data import INITIALIZERS
 from helpers import check_against_enumeration, problem_from_lines, random_params
 from reference import binary_trees, decoded_form
 

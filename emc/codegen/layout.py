@@ -83,6 +83,7 @@ class CodeLayout:
 
     @staticmethod
     def of(model: CheckedModel) -> CodeLayout:
+        model = model.code_model  # a built-in whose DP is a rule program: the arrays of its restated model
         tokens = tuple(_token_attributes(model))
         spaces = tuple(_table_spaces(model))
         arrays = tuple(model.codegen.arrays(model.binding)) + tuple(token_array_name(a) for a in tokens)

@@ -203,7 +203,9 @@ def _environment() -> jinja2.Environment:
 
 def render(model: CheckedModel, layout: CodeLayout | None = None) -> str:
     """The generated module's source text for a checked model (laid out by `layout`, the model's
-    CodeLayout when the caller keeps one; else derived here)."""
+    CodeLayout when the caller keeps one; else derived here): a built-in whose DP is a rule
+    program is written as its restated model (CheckedModel.code_model)."""
+    model = model.code_model
     descriptor = model.codegen
     context = render_context(model, layout or CodeLayout.of(model))
     extra_context = getattr(descriptor, "extra_context", None)  # a structure whose DP is generated too

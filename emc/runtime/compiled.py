@@ -89,7 +89,7 @@ def module_source(model: CheckedModel, layout: CodeLayout | None = None) -> tupl
     digest = hashlib.sha256((source + emc_fingerprint(source)).encode()).hexdigest()[:16]
     # a built-in structure by its name; a structure the spec writes as rules is named by the spec, and no
     # name from a spec names a file (a 200-character one in another script was longer than a file name may be)
-    kind = "rules" if getattr(model.structure, "program", None) is not None else model.structure.name
+    kind = "rules" if getattr(model.code_model.structure, "program", None) is not None else model.structure.name
     return f"emc_{kind}_{digest}", source
 
 

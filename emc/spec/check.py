@@ -22,7 +22,7 @@ from emc.spec.checks.constraints import ConstraintChecks
 from emc.spec.checks.header import HeaderChecks
 from emc.spec.errors import EmcError, one_of
 from emc.spec.model import CheckedModel, ExampleConstraint, Factor, SparsityConstraint
-from emc.structures.registry import codegen_for
+from emc.structures.registry import codegen_for, restate
 
 
 def check(spec: ir.Spec, overrides: dict[str, Any] | None = None, base_dir: str | None = None) -> CheckedModel:
@@ -66,5 +66,5 @@ class _Checker(HeaderChecks, BlockChecks, ConstraintChecks):
             names = [a.name for a in binding.structure.args] + list(self.params)
             raise EmcError(f"--set {sorted(self.overrides)[0]}: the spec has no structure argument or param of that "
                            f"name (it has {one_of(names) if names else 'none'})")
-        return CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
-                            self.params, self.base_dir, example_constraints, sparsity, symmetric=symmetric)
+        return restate(CheckedModel(spec, binding, observed, factors, codegen_for(binding.structure.name, binding),
+                                    self.params, self.base_dir, example_constraints, sparsity, symmetric=symmetric))

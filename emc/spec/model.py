@@ -169,6 +169,14 @@ class CheckedModel:
     sparsity: list[SparsityConstraint] = field(default_factory=list)
     # the alignment's two directions' posteriors agree (`E[a] agree`; emc/runtime/symmetry.py)
     symmetric: SymmetricConstraint | None = None
+    # a built-in structure whose DP is a rule program: this model restated over the program's parts
+    # (its factors scoring them), which the code generator reads (emc/structures/rules/restate.py)
+    restated: CheckedModel | None = None
+
+    @property
+    def code_model(self) -> CheckedModel:
+        """The model the code generator reads: the restated one, if any, else this one."""
+        return self.restated or self
 
     @property
     def name(self) -> str:

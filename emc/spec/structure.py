@@ -126,6 +126,24 @@ class Slot:
     help: str
 
 
+@dataclass(frozen=True)
+class Restatement:
+    """A built-in structure whose dynamic program is a rule program (emc/structures/rules/), so
+    that one chart core serves it and the structures a spec writes as rules: the program's
+    `structure` declaration (a resource of the structure's package, parsed as a spec's would be),
+    and for each slot of the built-in the parts of the program its factors score, each with the
+    part attribute that every attribute of the built-in names (by the attribute's name after the
+    latent's, `label` for `t.label`, or by its observed role, `x`, for a token). A factor of a
+    slot with several parts (the DMV's stop decisions, taken by four kinds of firings) scores each
+    of them from one table. The built-in keeps its front end, its data side and its formats."""
+
+    program: str
+    parts: dict[str, tuple[tuple[str, dict[str, str]], ...]]
+    # the value spaces of the built-in's attributes whose sizes the structure's arguments bound
+    # (labels, bool): their tables are small, read from weights written out once per E-step
+    bounded_spaces: frozenset[str] = frozenset()
+
+
 @dataclass
 class Binding:
     """A structure with its arguments resolved: the observed variables it ranges over (by role,
@@ -180,6 +198,9 @@ class Structure:
     # per_type(binding) -> the (state, token) attributes whose posterior sparsity (`E[max z per x]
     # penalty s`, emc/runtime/sparsity.py) the glue compiles for this binding, or None
     per_type: Callable[[Binding], tuple[str, str] | None] = lambda binding: None
+    # restated(binding) -> the rule program the structure's DP is for this binding, or None for
+    # a hand-written DP (emc/structures/rules/restate.py)
+    restated: Callable[[Binding], Restatement | None] = lambda binding: None
 
     def arg(self, name: str) -> ArgSpec | None:
         for spec in self.args:

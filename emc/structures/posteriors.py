@@ -1,4 +1,5 @@
-"""How `emc decode --posteriors` prints a token's distribution over values (heads, labels)."""
+"""How `emc decode --posteriors` prints a token's distribution over values (heads, labels), and a
+sentence's span posteriors (whether each span is a constituent)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,3 +14,16 @@ def format_token_posteriors(words: list[str], marginals: np.ndarray) -> str:
         order = np.argsort(-row, kind="stable")
         out.append(f"{w}\t" + " ".join(f"{v}:{row[v]:.3f}" for v in order if row[v] >= 1e-3))
     return "\n".join(out) + "\n"
+
+
+def nonempty_spans(n: int) -> list[tuple[int, int]]:
+    """The non-empty spans (i, j) of a sentence of n symbols (fenceposts 0..n), by start then end:
+    the order of span posteriors."""
+    return [(i, j) for i in range(n) for j in range(i + 1, n + 1)]
+
+
+def format_span_posteriors(n: int, marginals: np.ndarray) -> str:
+    """`i-j:p` for each span that may or may not be a constituent (neither a single symbol nor
+    the whole sentence), with P(constituent) = p >= 0.001, by start then end."""
+    return " ".join(f"{i}-{j}:{p:.3f}" for (i, j), p in zip(nonempty_spans(n), marginals)
+                    if 1 < j - i < n and p >= 1e-3)

@@ -6,11 +6,13 @@ import importlib
 from types import ModuleType
 
 from emc.structures.alignment import ALIGNMENT
+from emc.spec.model import CheckedModel
 from emc.spec.structure import Binding, Structure
 from emc.structures.chain import CHAIN
 from emc.structures.deptree import DEPTREE
 from emc.structures.hooks import StructureData
 from emc.structures.label import LABEL
+from emc.structures.rules.restate import restate as restated_model
 from emc.structures.segmentation import SEGMENTATION
 from emc.structures.spantree import SPANTREE
 
@@ -28,8 +30,17 @@ def package_for(name: str, binding: Binding | None = None) -> str:
 
 def codegen_for(name: str, binding: Binding | None = None) -> ModuleType:
     """The structure's code-generation descriptor (emc/structures/NAME/codegen.py): its template,
-    its packed arrays, and how the glue names each attribute inside a slot's loops."""
+    its packed arrays, and how the glue names each attribute inside a slot's loops; the rules'
+    for a built-in whose DP is a rule program."""
+    if binding is not None and binding.structure.restated(binding) is not None:
+        return importlib.import_module("emc.structures.rules.codegen")
     return importlib.import_module(f"emc.structures.{package_for(name, binding)}.codegen")
+
+
+def restate(model: CheckedModel) -> CheckedModel:
+    """The checked model, with its restated twin when its structure's DP is a rule program
+    (emc/structures/rules/restate.py)."""
+    return restated_model(model, codegen_for(model.structure.name, model.binding))
 
 
 def data_for(name: str, binding: Binding | None = None) -> StructureData:

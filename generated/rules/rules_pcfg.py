@@ -291,6 +291,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             rgs += roh * rw0
                             rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += roh * rtv
                         rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] += rgs
+                if posting:
+                    rp = 0.0
+                    for rtq in range(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1)):
+                        rp += rtmp[rtq] * rgt[rtq]
+                    post[(rv0) * n - ((rv0) * (rv0 - 1)) // 2 + (rv1) - (rv0) - 1] += rp
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
                     for rv4 in range(0, (-1 + ra0) + 1):
@@ -308,9 +313,12 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                 if 0 <= (1 + rv0) <= n:
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[np.uint64(first + rv0)]
+                        rp = 0.0
+                        rg = 0.0
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
                             roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)]
+                            rg += roh * rw0
                             if counting:
                                 cell = ro0 + (token_0) * rr0 + rv1
                                 dense[cell] += rf * roh * rw0 * weight
@@ -318,6 +326,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     mark[cell] = 1
                                     listed += 1
                                     touched[listed] = cell
+                        rp += rg * rf
+                        if posting:
+                            post[(rv0) * n - ((rv0) * (rv0 - 1)) // 2 + ((1 + rv0)) - (rv0) - 1] += rp
     if counting:
         for rsq in range(rsc1.shape[0]):
             if rsc1[rsq] != 0.0:

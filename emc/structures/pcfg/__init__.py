@@ -12,7 +12,7 @@ t.label), as a textbook PCFG's rules A -> B C and A -> w share one distribution.
 """
 from __future__ import annotations
 
-from emc.spec.structure import Attribute, Binding, Slot, SlotError
+from emc.spec.structure import Attribute, Binding, Restatement, Slot, SlotError
 
 RULE, EMIT, ROOT, NODE = "rule", "emit", "root", "node"
 SLOTS = (Slot(RULE, "per binary node: its label and its children's labels"),
@@ -57,3 +57,25 @@ def slot_rule(binding: Binding, outcome: list[Attribute], context: list[Attribut
         raise SlotError(f"this block does not involve the preterminal's label, so it cannot change the posterior",
                         f"condition on it: P({', '.join(a.path for a in outcome)} | {t}.label)")
     return slot
+
+
+# The DP is this rule program (CKY over labeled spans, as specs/rules/pcfg.em states it), compiled
+# by the rules (emc/structures/rules/restate.py): a rewrite is a binary firing, a preterminal a
+# leaf, the root label the top; a node block scores both kinds of node, told apart by preterminal.
+PROGRAM = """
+structure tree(x, labels=10)
+  item  span(i in 0..n, j in 0..n, a in 0..labels-1)
+  item  whole()
+  part  leaf(i, a) : span(i, i + 1, a) where word = x[i], preterminal = 1 in 0..1
+  part  binary(i, k, j, a, b, c) : span(i, j, a) += span(i, k, b) * span(k, j, c) for k in i+1..j-1
+        where preterminal = 0 in 0..1
+  part  top(a) : whole() += span(0, n, a)
+  goal  whole()
+"""
+RESTATED = Restatement(PROGRAM, {
+    RULE: (("binary", {"label": "a", "left_label": "b", "right_label": "c"}),),
+    EMIT: (("leaf", {"label": "a", "x": "word"}),),
+    ROOT: (("top", {"root": "a"}),),
+    NODE: (("binary", {"label": "a", "preterminal": "preterminal"}),
+           ("leaf", {"label": "a", "preterminal": "preterminal"})),
+}, bounded_spaces=frozenset({"labels", "bool"}))

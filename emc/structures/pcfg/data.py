@@ -1,7 +1,8 @@
 """Labeled span-tree (PCFG) data: the span tree's input (tag sequences, or Penn Treebank trees with
-`--format ptb`, `--max-length`), packed as token offsets only; the best tree printed with its
-labels, `(3 (1 DT NN) (5 VBD (1 DT NN)))` (preterminals as their symbols); unlabeled bracket
-scores against gold trees, as for the constituent-context model. Labels are numbers 0..K-1.
+`--format ptb`, `--max-length`), packed as token offsets (and the token ids the blocks read); the
+best tree, a derivation of the DP's rule program, printed with its labels, `(3 (1 DT NN) (5 VBD
+(1 DT NN)))` (preterminals as their symbols); unlabeled bracket scores against gold trees, as for
+the constituent-context model. Labels are numbers 0..K-1.
 """
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
+from emc.structures.rules import data as rule_data
+from emc.structures.rules.evaluation import derivation
 from emc.structures.spantree.data import (DECODE_OPTIONS, FIT_OPTIONS, FORMAT_HELP, FORMATS,  # noqa: F401
                                           format_posterior, read)
-
-NODE_INTS = 4  # a decoded node: start, end, label, split
 
 
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
@@ -32,9 +33,8 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
 
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
-    """NODE_INTS per node of the best tree (2n - 1 nodes; none for an empty sentence)."""
-    n = corpus.fields[model.binding.observed["x"]].lengths()
-    return np.where(n > 0, NODE_INTS * (2 * n - 1), 0)
+    """The decoded derivation of the DP's rule program (emc/structures/pcfg/__init__.py: PROGRAM)."""
+    return rule_data.decoded_length(corpus, model.code_model)
 
 
 def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) -> np.ndarray:
@@ -43,10 +43,19 @@ def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) 
     return n * (n + 1) // 2
 
 
-def decoded_nodes(decoded: np.ndarray) -> dict[tuple[int, int], tuple[int, int]]:
-    """(start, end) -> (label, split) for each node of a decoded tree."""
-    nodes = np.asarray(decoded).reshape(-1, NODE_INTS)
-    return {(int(i), int(j)): (int(a), int(k)) for i, j, a, k in nodes}
+def decoded_nodes(model: CheckedModel, decoded: np.ndarray) -> dict[tuple[int, int], tuple[int, int]]:
+    """(start, end) -> (label, split) for each node of a decoded tree (split 0 for a preterminal),
+    from the program's parts: leaf(i, a) a preterminal over x[i], binary(i, k, j, a, b, c) a node
+    over x[i:j] split at k."""
+    nodes = {}
+    for name, values in derivation(model.code_model, decoded):
+        if name == "leaf":
+            i, a = values
+            nodes[(i, i + 1)] = (a, 0)
+        elif name == "binary":
+            i, k, j, a = values[:4]
+            nodes[(i, j)] = (a, k)
+    return nodes
 
 
 def labeled_brackets(symbols: list[str], nodes: dict[tuple[int, int], tuple[int, int]]) -> str:
@@ -66,7 +75,7 @@ def labeled_brackets(symbols: list[str], nodes: dict[tuple[int, int], tuple[int,
 
 
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
-    return labeled_brackets(corpus.fields[model.binding.observed["x"]].tokens(ex), decoded_nodes(decoded))
+    return labeled_brackets(corpus.fields[model.binding.observed["x"]].tokens(ex), decoded_nodes(model, decoded))
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:
@@ -76,7 +85,7 @@ def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], lab
     if gold is None:
         return {}
     lengths = corpus.fields[model.binding.observed["x"]].lengths().tolist()
-    predicted = [set(decoded_nodes(d)) for d in decoded]
+    predicted = [set(decoded_nodes(model, d)) for d in decoded]
     scores = bracket_scores(predicted, gold, lengths)
     return {"unlabeled_precision": scores["precision"], "unlabeled_recall": scores["recall"],
             "unlabeled_f1": scores["f1"], "crossing_brackets": scores["crossing_brackets"]}

@@ -30,6 +30,13 @@ class RuleStructure(Structure):
     """A Structure whose description comes from a checked rule program."""
 
     program: Program | None = None
+    # spaces other than the program's own bounded ones (`rules:upto:...`) whose sizes the arguments
+    # bound: a built-in's restated over its program keeps its attributes' spaces (restate.py)
+    bounded_spaces: frozenset[str] = frozenset()
+
+    def is_bounded(self, space: str) -> bool:
+        """Whether the arguments bound the size of a value space (not a vocabulary, not a position)."""
+        return space.startswith("rules:upto:") or space in self.bounded_spaces
 
 
 def space_of(program: Program, rule, name: str) -> tuple[str, object]:
@@ -66,13 +73,14 @@ def space_sizes(program: Program, args: dict[str, int]) -> dict[str, int]:
 def posterior_kind(program: Program) -> str | None:
     """What `emc decode --posteriors` prints for a program: "labels" (each token's distribution
     over the labels its parts give it, `labels x[i] as k` or `labels x[i:j] as c`), "attaches"
-    (each token's distribution over its heads), or None when its parts do neither or a label is
-    not bounded by the arguments."""
+    (each token's distribution over its heads), "spans" for a program built by span width whose
+    parts do neither (each span's probability of being built: a constituent of CKY), or None when
+    its parts do neither otherwise or a label is not bounded by the arguments."""
     if any(rule.label is not None for rule in program.parts):
         return "labels" if all(bound is not None for bound in label_bounds(program)) else None
     if any(rule.attach is not None for rule in program.parts):
         return "attaches"
-    return None
+    return "spans" if program.kind == "width" else None
 
 
 def label_bounds(program: Program) -> list:
@@ -81,11 +89,18 @@ def label_bounds(program: Program) -> list:
 
 
 def posterior_width(program: Program, args: dict[str, int], n: int) -> int:
-    """The posteriors' values per token: every label, or every head (the root first)."""
+    """The posteriors' values per token: every label, or every head (the root first); 0 for spans."""
     kind = posterior_kind(program)
     if kind == "attaches":
         return n + 1
-    return max(evaluate(bound, args) + 1 for bound in label_bounds(program)) if kind else 0
+    return max(evaluate(bound, args) + 1 for bound in label_bounds(program)) if kind == "labels" else 0
+
+
+def posterior_size(program: Program, args: dict[str, int], n: int) -> int:
+    """The posteriors' values for an example of n tokens: per token its width, or per non-empty span one."""
+    if posterior_kind(program) == "spans":
+        return n * (n + 1) // 2
+    return n * posterior_width(program, args, n)
 
 
 def _attributes(binding: Binding) -> dict[str, Attribute]:

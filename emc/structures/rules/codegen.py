@@ -132,11 +132,12 @@ def _small_tables(model: CheckedModel, context: dict, tables: list[str]) -> tupl
     bound (an emission's states), read through a table_reader."""
     const = {label.split(":", 1)[1]: c for c, _index, label in context["meta"] if label.startswith("table:")}
     small, bounded_rows = [], []
+    structure = model.structure
     for factor in model.tables():
         if const.get(factor.table) not in tables:
             continue
-        bounded = [s.startswith("rules:upto:") for s in factor.context_spaces]
-        if all(bounded) and all(s.startswith("rules:upto:") for s in factor.outcome_spaces):
+        bounded = [structure.is_bounded(s) for s in factor.context_spaces]
+        if all(bounded) and all(structure.is_bounded(s) for s in factor.outcome_spaces):
             small.append(const[factor.table])
         elif all(bounded):
             bounded_rows.append(const[factor.table])
@@ -451,7 +452,7 @@ def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions
         posting = None if batched else _posterior_lines(names, rule)
         counts = [(f"rw{q}" if read.table in names.small else "", lambda value, read=read: _outside_count(names, read, value))
                   for q, read in learned]
-        staged = two_stage_outside(nest, counts, 0) if posting is None and not batched else None
+        staged = None if batched else two_stage_outside(nest, counts, 0, posting)
         if staged is not None:
             lines += staged
             continue
@@ -527,8 +528,8 @@ def _outside_count(names: Names, read, value: str, weight: str = " * weight") ->
 def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:
     """What a part's marginal `rp` adds to the posteriors (emc/structures/rules/__init__.py:
     posterior_kind): to its label at the token it labels, or at each token of the span it labels;
-    to its head at the dependent it attaches. None for a part that does neither; else the locals
-    the lines need and the lines."""
+    to its head at the dependent it attaches; to the span its head covers. None for a part that
+    does none of these; else the locals the lines need and the lines."""
     kind = posterior_kind(names.program)
     if kind == "labels" and rule.label is not None:
         _, start, end, variable = rule.label
@@ -544,15 +545,21 @@ def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | N
         at = names.lin(dependent, rule)
         column = "0" if head is None else f"{names.lin(head, rule)} + 1"
         return needs_of(f"{at} {column}"), [f"post[{at} * rpw + {column}] += rp"]
+    positions = names.program.items[rule.head.name].positions
+    if kind == "spans" and len(positions) == 2:
+        # the part builds its head's span (i, j): its place among the non-empty spans, by start then end
+        i, j = (names.lin(rule.head.args[d], rule) for d in positions)
+        return needs_of(f"{i} {j}"), [f"post[({i}) * n - (({i}) * ({i} - 1)) // 2 + ({j}) - ({i}) - 1] += rp"]
     return None
 
 
 def posterior_width_code(names: Names) -> str:
-    """The posteriors' values per token (rpw): a label's range, or every head (the root first)."""
+    """The posteriors' values per token (rpw): a label's range, or every head (the root first); 0
+    where they are not per token."""
     kind = posterior_kind(names.program)
     if kind == "attaches":
         return "n + 1"
-    if kind is None:
+    if kind in (None, "spans"):
         return "0"
     return _max_code([f"{names.lin(bound, None)} + 1" for bound in label_bounds(names.program)])
 

@@ -21,8 +21,8 @@ from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
-from emc.structures.posteriors import format_token_posteriors
-from emc.structures.rules import posterior_kind, posterior_width
+from emc.structures.posteriors import format_span_posteriors, format_token_posteriors
+from emc.structures.rules import posterior_kind, posterior_size
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
 from emc.structures.rules.program import arity_bound, parts_per_level
@@ -112,10 +112,10 @@ def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) 
     program = model.structure.program
     if posterior_kind(program) is None:
         raise EmcError("--posteriors prints what a program's parts label (`labels x[i] as k`, `labels x[i:j] as c`) "
-                       "or attach (`attaches d to h`), and this program's parts do neither: decode the best "
-                       "derivation, or draw from the posterior with --sample N")
+                       "or attach (`attaches d to h`), or the spans a program built by span width builds, and this "
+                       "program does neither: decode the best derivation, or draw from the posterior with --sample N")
     lengths = corpus.fields[_observed(model)].lengths()
-    return np.array([n * posterior_width(program, args, n) for n in lengths.tolist()], np.int64)
+    return np.array([posterior_size(program, args, n) for n in lengths.tolist()], np.int64)
 
 
 def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.ndarray, labels: dict[str, list[str]]) -> str:
@@ -131,8 +131,12 @@ def format_decoded(corpus: Corpus, model: CheckedModel, ex: int, decoded: np.nda
 def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np.ndarray,
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """Per token: the token, then VALUE:probability for the values above 1e-3, most probable
-    first; a value is a label, or a head (1-based, 0 for the root) as in CoNLL."""
-    return format_token_posteriors(corpus.fields[_observed(model)].tokens(ex), marginals)
+    first; a value is a label, or a head (1-based, 0 for the root) as in CoNLL. For spans, `i-j:p`
+    per span that may or may not be built (fenceposts 0..n), as the span tree prints them."""
+    tokens = corpus.fields[_observed(model)].tokens(ex)
+    if posterior_kind(model.structure.program) == "spans":
+        return format_span_posteriors(len(tokens), marginals)
+    return format_token_posteriors(tokens, marginals)
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:

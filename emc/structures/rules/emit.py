@@ -167,6 +167,9 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
     for attr in rule.where:
         code = names.lin(attr.index, rule)
         if attr.kind == "numeric":
+            if not (attr.index.terms or attr.range.lo.terms or attr.range.hi.terms) and \
+                    attr.range.lo.const <= attr.index.const <= attr.range.hi.const:
+                continue  # a constant inside its range (`preterminal = 1 in 0..1`) needs no test
             steps.append(Step(f"{names.lin(attr.range.lo, rule)} <= {code} <= {names.lin(attr.range.hi, rule)}",
                               needs_of(code), "if"))
         elif attr.kind == "span":

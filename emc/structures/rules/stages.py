@@ -106,18 +106,22 @@ def two_stage_inside(nest: Nest, target: str, indent: int) -> list[str] | None:
     return [" " * indent + f"rtmp = np.zeros({stages.size})"] + render_nest(stages.outer, inner, indent)
 
 
-def two_stage_outside(nest: Nest, counts: list[tuple[str, Callable[[str], list[str]]]], indent: int) -> list[str] | None:
+def two_stage_outside(nest: Nest, counts: list[tuple[str, Callable[[str], list[str]]]], indent: int,
+                      posting: tuple[set[str], list[str]] | None = None) -> list[str] | None:
     """The nest's outside lines: the bodies' outsides and, for each learned factor (its local
     and a function of its count's value giving the lines), its counts; the head's outside is the
-    step `roh`. None where the rule does not have the shape."""
+    step `roh`. With `posting` (what the lines need, and the lines adding the firings' marginal
+    `rp` to the posteriors), rp summed over the firings as the two stages' tables' inner product,
+    when the lines need only what the outer loops bind (a CKY node's span). None where the rule
+    does not have the shape."""
     stages = stages_of(nest, nest.head_cell)
-    if stages is None:
+    if stages is None or (posting is not None and not posting[0] <= stages.given):
         return None
     split, parent = stages.split, stages.parent
     split_side = [x for x in nest.product if x in nest.bodies + ["rf"]]
     factors = [x for x in nest.product if x in nest.factors]
     inner = ["rtmp[:] = 0.0", "rgt[:] = 0.0"]
-    if counts:  # t: the bodies' product summed over the split, which the counts need
+    if counts or posting:  # t: the bodies' product summed over the split, which the counts need
         inner += render_nest(split, [f"rtmp[{stages.cell}] += {' * '.join(split_side)}"], 0, given=stages.given)
     parent.steps = parent.steps + [Step(f"rtv = rtmp[{stages.cell}]", needs_of(stages.cell), "let")]
     # g summed in a local over the head's own variables where they loop inside the shared ones
@@ -130,6 +134,9 @@ def two_stage_outside(nest: Nest, counts: list[tuple[str, Callable[[str], list[s
             lines += count(" * ".join(["roh", "rtv"] + [f for f in factors if f != local]))
         return lines
     inner += render_nest(parent, parent_side, 0, sums=[g], given=stages.given)
+    if posting is not None:
+        inner += ["if posting:", "    rp = 0.0", f"    for rtq in range({stages.size}):", "        rp += rtmp[rtq] * rgt[rtq]",
+                  *("    " + line for line in posting[1])]
     split.steps = split.steps + [Step(f"rgv = rgt[{stages.cell}]", needs_of(stages.cell), "let"),
                                  Step("rgv != 0.0", {"rgv"}, "if")]
     outs = [f"out[{cell}] += {' * '.join(['rgv'] + [x for x in split_side if x != f'ru{q}'])}"

@@ -57,4 +57,5 @@ SPANTREE = Structure(
     cost=lambda args: (f"O(n^3 K^2 + n^2 K^3) per sentence of n tokens, K = {args['labels']} labels"
                        if args.get("labels") else "O(n^3) per sentence of n tokens"),
     package=lambda binding: "pcfg" if _labeled(binding) else "spantree",
+    restated=lambda binding: pcfg.RESTATED if _labeled(binding) else None,
 )

@@ -26,6 +26,7 @@ from emc.io.sniff import SNIFFED_LINES, refuse_other_format
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
+from emc.structures.posteriors import format_span_posteriors, nonempty_spans
 from emc.structures.spantree import dp
 
 FORMATS = ("tokens", "ptb")
@@ -100,11 +101,6 @@ def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
 def numeric_values(model: CheckedModel, space: str, args: dict[str, Any], size: int) -> np.ndarray:
     """The length with id i is i - 1 (see the module docstring); `<unk>` counts as 0."""
     return np.maximum(np.arange(size) - 1.0, 0.0)
-
-
-def nonempty_spans(n: int) -> list[tuple[int, int]]:
-    """The non-empty spans of a sentence of n symbols in dp.span_index order."""
-    return [(i, j) for i in range(n) for j in range(i + 1, n + 1)]
 
 
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
@@ -186,9 +182,7 @@ def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """`i-j:p` (fenceposts 0..n) for each span that may or may not be a constituent, with
     P(constituent) = p >= 0.001, by start then end."""
-    n = int(corpus.fields[model.binding.observed["x"]].lengths()[ex])
-    return " ".join(f"{i}-{j}:{p:.3f}" for (i, j), p in zip(nonempty_spans(n), marginals)
-                    if 1 < j - i < n and p >= 1e-3)
+    return format_span_posteriors(int(corpus.fields[model.binding.observed["x"]].lengths()[ex]), marginals)
 
 
 def evaluate(corpus: Corpus, model: CheckedModel, decoded: list[np.ndarray], labels: dict[str, list[str]]) -> dict[str, float]:
