@@ -23,6 +23,7 @@ test: install
 generated: install
 	for spec in specs/*.em; do $(BIN)/emc compile $$spec --out-dir generated || exit 1; done
 	for spec in specs/rules/*.em; do $(BIN)/emc compile $$spec --out-dir generated/rules || exit 1; done
+	$(BIN)/emc compile emc/structures/deptree/chart.em --out-dir emc/structures/deptree
 
 # The headline peer comparison; bench/README.md lists every benchmark and its command.
 bench: $(BIN)/python

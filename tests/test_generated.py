@@ -1,4 +1,5 @@
-"""generated/ holds the compiled form of every spec in specs/, and it is up to date."""
+"""generated/ holds the compiled form of every spec in specs/, and it is up to date; so does a
+built-in structure's package for the dynamic program it states as rules (emc/structures/deptree/chart.em)."""
 from __future__ import annotations
 
 import pytest
@@ -29,6 +30,16 @@ def test_every_spec_has_generated_code_and_nothing_else_does():
 def test_generated_code_is_fresh(spec):
     committed = _generated(spec).read_text(encoding="utf-8")
     assert render(check(parse_file(spec))) == committed, f"{_generated(spec)} is stale: run `make generated`"
+
+
+# dynamic programs of built-in structures stated as rules and compiled into their package
+CHARTS = [ROOT / "emc" / "structures" / "deptree" / "chart.em"]
+
+
+@pytest.mark.parametrize("program", CHARTS, ids=[p.parent.name for p in CHARTS])
+def test_a_built_in_structures_compiled_chart_is_fresh(program):
+    committed = program.with_suffix(".py").read_text(encoding="utf-8")
+    assert render(check(parse_file(program))) == committed, f"{program.with_suffix('.py')} is stale: run `make generated`"
 
 
 def test_numbers_in_a_spec_travel_as_data():
