@@ -9,13 +9,18 @@ lambda in the same problem (bijectivity of each direction, the paper's best sett
 
 Every evaluation of f is one E-step of each direction over the pairs still moving, with each
 link's score shifted (the generated glue reads the shifts from `derived`:
-emc/runtime/example_constraints.py). The steps are projected gradient steps, each pair with its
-own Barzilai-Borwein length and Armijo's test (emc/structures/alignment/projection.py's rule,
-pair by pair), warm-started from the pair's duals of the previous EM iteration when those score
-better than zero; the fit keeps the duals in its state, so checkpoints hold them.
+emc/runtime/example_constraints.py). With both directions on this machine, an evaluation (and a
+step's trial point and step terms) is one compiled parallel pass over the pairs
+(emc/structures/alignment/symmetry.py: evaluate_pairs), each pair's posteriors kept only while
+its gradient is taken; on a Dask cluster, the directions' posterior passes on the workers and the
+rest here. The steps are projected gradient steps, each pair with its own Barzilai-Borwein
+length and Armijo's test (emc/structures/alignment/projection.py's rule, pair by pair),
+warm-started from the pair's duals of the previous EM iteration when those score better than
+zero; the fit keeps the duals in its state, so checkpoints hold them.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from emc.runtime.duals import restored_duals
@@ -44,10 +49,11 @@ class SymmetricProjection:
         self.x_at = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.shift_at = np.concatenate([[0], np.cumsum(links)]).astype(np.int64)
         self.x = np.zeros(int(self.x_at[-1]))
-        self.shifts = (np.zeros(int(self.shift_at[-1])), np.zeros(int(self.shift_at[-1])))
-        for d, shifts in zip(self.directions, self.shifts):
+        for d in self.directions:
             d.executor.example_projection.inside = False  # bijectivity's duals are solved here
-            d.executor.example_projection.link_shifts = (self.shift_at, shifts)
+            d.executor.example_projection.link_shifts = (self.shift_at, np.zeros(int(self.shift_at[-1])))
+        # both directions on this machine: each evaluation is one compiled pass over the pairs
+        self.here = all(d.executor.in_process for d in self.directions)
         self.max_esteps = max_esteps
         self.tolerance = tolerance
         self.nulls = tuple(int(d.problem.args["null"]) for d in self.directions)
@@ -85,17 +91,17 @@ class SymmetricProjection:
         active = every[~symmetry.converged(grad, x, self.x_at, self.lengths, every, self.tolerance)]
         length = np.ones(n)
         while len(active) and used < self.max_esteps:
-            moved = symmetry.trial_points(x, grad, length, self.x_at, self.lengths, active, trial)
-            active = active[moved]
-            if not len(active):
+            moved, trial_gap, trial_over, terms = self._step(params, active, (x, grad, length), trial, trial_f,
+                                                             trial_grad)
+            if not moved.any():
                 break
-            trial_gap, trial_over = self._evaluate(params, active, trial, trial_f, trial_grad)
+            active, (dots, curved, squared) = active[moved], (t[moved] for t in terms)
             esteps[active] += 1
             used += 1
-            accepted = trial_f[active] <= f[active] + ARMIJO * symmetry.pair_dots(grad, trial, x, self.x_at, active)
+            accepted = trial_f[active] <= f[active] + ARMIJO * dots
             good, bad = active[accepted], active[~accepted]
             # Barzilai-Borwein: |s|^2 / s.y with s the step and y the change of the gradient
-            curved, squared = symmetry.step_terms(x, trial, grad, trial_grad, self.x_at, good)
+            curved, squared = curved[accepted], squared[accepted]
             length[good] = np.where(curved > 0.0, squared / np.where(curved > 0.0, curved, 1.0), length[good])
             length[bad] *= SHRINK
             self._accept(good, (trial, trial_grad, trial_f, trial_gap, trial_over), (x, grad, f, gap, over))
@@ -116,13 +122,19 @@ class SymmetricProjection:
     def _shift(self, pairs: np.ndarray, x: np.ndarray) -> None:
         sign = self.bijective.sign if self.bijective is not None else 1.0
         symmetry.write_shifts(x, self.x_at, self.shift_at, self.lengths, pairs, self.bijective is not None, sign,
-                              *self.shifts)
+                              *(d.executor.example_projection.link_shifts[1] for d in self.directions))
 
     def _evaluate(self, params: list, pairs: np.ndarray, x: np.ndarray, f: np.ndarray, grad: np.ndarray) -> tuple:
         """f and the gradient at x of the pairs (into f[pairs] and their slices of grad); the
-        disagreement and excess of each pair (all pairs' arrays, these pairs' entries set)."""
-        bijective = self.bijective is not None
-        sign, bound = (self.bijective.sign, self.bijective.bound) if bijective else (1.0, 0.0)
+        disagreement and excess of each pair (all pairs' arrays, these pairs' entries set); the
+        link shifts of the pairs set to x."""
+        gap, over = np.zeros(self.n_examples), np.zeros(self.n_examples)
+        if self.here:
+            nothing = np.zeros(0)
+            self._compiled(params, pairs, False, (nothing, nothing, nothing), x, (f, grad, gap, over),
+                           (np.zeros(0, np.bool_), nothing, nothing, nothing))
+            return gap, over
+        bijective, sign, bound = self._constraint()[2:]
         self._shift(pairs, x)
         flat, at, log_z = [], [], np.zeros(len(pairs))
         for d, p in zip(self.directions, params):
@@ -134,10 +146,55 @@ class SymmetricProjection:
         if bijective:
             log_z += sign * bound * symmetry.mu_sums(x, self.x_at, self.lengths, pairs)
         f[pairs] = log_z
-        gap, over = np.zeros(self.n_examples), np.zeros(self.n_examples)
         symmetry.gradients(flat[0], at[0], flat[1], at[1], pairs, self.x_at, self.lengths, *self.nulls, bijective,
                            sign, bound, grad, gap, over)
         return gap, over
+
+    def _step(self, params: list, pairs: np.ndarray, current: tuple, trial: np.ndarray, trial_f: np.ndarray,
+              trial_grad: np.ndarray) -> tuple:
+        """The projected gradient step of each pair from current (x, gradient, step length) into
+        trial, and where it moved, f and the gradient there (into trial_f, trial_grad); whether each
+        pair moved, the disagreement and excess (as _evaluate's), and per pair (entries of those that
+        moved) Armijo's dot and Barzilai-Borwein's s.y and |s|^2 (symmetry.step_terms)."""
+        x, grad, length = current
+        if self.here:
+            gap, over = np.zeros(self.n_examples), np.zeros(self.n_examples)
+            steps = (np.zeros(len(pairs), np.bool_), *(np.zeros(len(pairs)) for _ in range(3)))
+            self._compiled(params, pairs, True, current, trial, (trial_f, trial_grad, gap, over), steps)
+            return steps[0], gap, over, steps[1:]
+        moved = symmetry.trial_points(x, grad, length, self.x_at, self.lengths, pairs, trial)
+        terms = tuple(np.zeros(len(pairs)) for _ in range(3))
+        if not moved.any():
+            return moved, None, None, terms
+        gap, over = self._evaluate(params, pairs[moved], trial, trial_f, trial_grad)
+        for t, part in zip(terms, symmetry.step_terms(x, trial, grad, trial_grad, self.x_at, pairs[moved])):
+            t[moved] = part
+        return moved, gap, over, terms
+
+    def _compiled(self, params: list, pairs: np.ndarray, stepping: bool, current: tuple, point: np.ndarray,
+                  out: tuple, steps: tuple) -> None:
+        """symmetry.evaluate_pairs over both directions on this machine; current: (x, its gradient,
+        the step lengths), out: (f, the gradient at point, disagreement, excess), steps: (moved,
+        Armijo's dot, s.y, |s|^2)."""
+        numba.set_num_threads(self.directions[0].executor.threads)
+        symmetry.evaluate_pairs()(*(a for d, p in zip(self.directions, params) for a in self._data(d, p)), pairs,
+                                  self.x_at, self.shift_at, self.lengths, *self._constraint(), stepping, *current,
+                                  point, *out, *steps)
+
+    def _constraint(self) -> tuple:
+        """(NULL in the forward direction, in the reverse one, bijective, its sign, its bound)."""
+        bijective = self.bijective is not None
+        sign, bound = (self.bijective.sign, self.bijective.bound) if bijective else (1.0, 0.0)
+        return (*self.nulls, bijective, float(sign), float(bound))
+
+    def _data(self, direction, params) -> tuple:
+        """What the compiled evaluation reads of a direction: its posterior pass, data, parameters, derived vector
+        (prepare's numbers and the link shifts, which the evaluation writes into) and where the
+        shifts start in it."""
+        p = direction.problem
+        derived = direction.executor.prepare(params)
+        return (p.model.module.posterior_example, p.ints, p.array_bounds, p.meta, params.abi(), derived,
+                len(derived) - int(self.shift_at[-1]))
 
     def _record(self, before: tuple, after: tuple, kl: np.ndarray, esteps: np.ndarray) -> None:
         """What the projection did, for the iteration's record (as ExampleProjection.last)."""
