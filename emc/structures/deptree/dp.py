@@ -42,11 +42,15 @@ def _table(meta, table, offset, row_offset, rows, outcomes, index):
 @njit(cache=True)
 def _sentence(root, attach, stop, n):
     """The chart program's data for a sentence of n words: (ints, layout, meta, params), its
-    tokens the positions and its tables the scores as weights (outcome-major, as every table)."""
+    tokens the positions and its tables the scores as weights (outcome-major, as every table).
+    Plain loops and np.empty/np.zeros: numba compiles each numpy function it meets, seconds of a
+    cold start for np.arange, np.array and friends."""
     ints = np.empty(2 + n, np.int32)
     ints[0], ints[1] = 0, n
-    ints[2:] = np.arange(n)
-    layout = np.array([0, 2, 2 + n], np.int64)
+    for h in range(n):
+        ints[2 + h] = h
+    layout = np.empty(3, np.int64)
+    layout[0], layout[1], layout[2] = 0, 2, 2 + n
     meta = np.zeros(chart.META_SIZE, np.int64)
     meta[chart.M_SIZE_0], meta[chart.M_SIZE_1] = n, 2
     attach_at, stop_at = n, n + n * n
@@ -63,14 +67,29 @@ def _sentence(root, attach, stop, n):
             for adj in range(2):
                 for s in range(2):
                     theta[stop_at + s * 4 * n + (h * 2 + side) * 2 + adj] = np.exp(stop[h, side, adj, s])
-    params = (theta, np.ones(1 + 5 * n), np.zeros(1 + 5 * n), np.zeros(3), np.ones(1))
-    return ints, layout, meta, params
+    rows = 1 + 5 * n
+    row_total = np.empty(rows)
+    for r in range(rows):
+        row_total[r] = 1.0
+    scale = np.empty(1)
+    scale[0] = 1.0
+    return ints, layout, meta, (theta, row_total, np.zeros(rows), np.zeros(3), scale)
 
 
 @njit(cache=True)
-def _any_nan(root, attach, stop):
+def _any_nan(root, attach, stop, n):
     """Whether a score is NaN: the chart would take it for an impossible firing, not report it."""
-    return np.isnan(root).any() or np.isnan(attach).any() or np.isnan(stop).any()
+    total = 0.0
+    for h in range(n):
+        total += root[h]
+        for a in range(n):
+            if a != h:
+                total += attach[h, a]
+        for side in range(2):
+            for adj in range(2):
+                for s in range(2):
+                    total += stop[h, side, adj, s]
+    return total != total  # NaN, or -inf + inf: a NaN
 
 
 @njit(cache=True)
@@ -93,7 +112,7 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     stop decisions (stops[h, dir, adj, s]); under max, those of the best tree; under a sampling
     request, the drawn trees' average. Returns log Z (the best tree's log score under max); -inf
     (counts all 0) when no tree is possible."""
-    if _any_nan(root, attach, stop):
+    if _any_nan(root, attach, stop, n):
         root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
         return np.nan
     ints, layout, meta, params = _sentence(root, attach, stop, n)
@@ -111,7 +130,7 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
 def marginals_sum(root, attach, stop, n, root_m, arcs, stops):
     """marginals() under sum: what an E-step under sum calls, which then never compiles the
     read-back that the other semirings run (seconds of a cold start)."""
-    if _any_nan(root, attach, stop):
+    if _any_nan(root, attach, stop, n):
         root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
         return np.nan
     ints, layout, meta, params = _sentence(root, attach, stop, n)
