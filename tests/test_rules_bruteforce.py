@@ -15,7 +15,9 @@ from emc.spec.check import check
 from emc.spec.parse import parse_text
 from emc.structures.rules.program import evaluate
 from emc.runtime.executor import LocalExecutor
-from emc.structures.rules import codegen, posterior_width
+from emc.structures.posteriors import nonempty_spans
+from emc.structures.rules import codegen, posterior_kind, posterior_size, posterior_width
+from emc.structures.rules.spans import longest_span
 from helpers import check_against_enumeration, problem_from_lines, random_params, structure_scores
 from random_programs import random_program
 from reference import projective_trees, rule_decoded_form, rule_derivations, rule_structures
@@ -51,37 +53,57 @@ def test_reference_rule_programs_match_enumeration(tmp_path, name, overrides, da
     check_program(problem_from_lines(tmp_path, spec_text(name), data, None, overrides))
 
 
-POSTERIOR_CASES = [c for c in CASES if c[0] in ("rules/chain.em", "hsmm.em", "rules/dmv.em", "hmm_prevword.em")]
+POSTERIOR_CASES = [c for c in CASES if c[0] in ("rules/chain.em", "hsmm.em", "rules/dmv.em", "hmm_prevword.em",
+                                                 "rules/pcfg.em", "rules/segment.em")]
+
+
+def _posterior_places(program, rule, env: dict, n: int, longest: int) -> list[int]:
+    """Where a part's marginal goes among the posteriors: (token, label) or (token, head) pairs
+    in rows of posterior_width, each span built (by start then end), or each word read (by start,
+    then length)."""
+    kind, width = posterior_kind(program), posterior_width(program, env, n)
+    if kind == "labels" and rule.label is not None:
+        _, start, end, variable = rule.label
+        first = evaluate(start, env)
+        return [t * width + env[variable] for t in range(first, first + 1 if end is None else evaluate(end, env))]
+    if kind == "attaches" and rule.attach is not None:
+        dependent, head = rule.attach
+        return [evaluate(dependent, env) * width + (0 if head is None else evaluate(head, env) + 1)]
+    positions = program.items[rule.head.name].positions
+    if kind == "spans" and len(positions) == 2:
+        i, j = (evaluate(rule.head.args[d], env) for d in positions)
+        return [nonempty_spans(n).index((i, j))]
+    spans = [a for a in rule.where if a.kind == "span"]
+    if kind == "segments" and spans:
+        i, j = evaluate(spans[0].index, env), evaluate(spans[0].end, env)
+        return [i * longest + j - i - 1]
+    return []
 
 
 @pytest.mark.parametrize("name, overrides, data", POSTERIOR_CASES, ids=[c[0] for c in POSTERIOR_CASES])
 def test_rule_posteriors_are_the_enumerated_marginals(tmp_path, name, overrides, data):
-    """posterior_example (emc decode --posteriors): P(token t gets label v), or P(token t's head
-    is h), summed over the enumerated derivations whose parts say so."""
+    """posterior_example (emc decode --posteriors): P(token t gets label v), P(token t's head is h),
+    P(span (i, j) is built) or P(x[i:j] is a word), summed over the enumerated derivations whose
+    parts say so."""
     problem = problem_from_lines(tmp_path, spec_text(name), data, None, overrides)
     program = problem.model.checked.structure.program
     params = random_params(problem, np.random.default_rng(4))
     marginals, log_z = LocalExecutor(problem, threads=1).posterior(params, np.arange(problem.n_examples))
     rules = {rule.name: rule for rule in program.parts}
+    longest = longest_span(program, problem.args)
     for example in range(problem.n_examples):
         n = len(problem.corpus.fields["x"].tokens(example))
         structures = list(rule_structures(problem, example))
         scores = structure_scores(problem, params, structures)
-        expected = np.zeros((n, posterior_width(program, problem.args, n)))
+        expected = np.zeros(posterior_size(program, problem.args, n))
         for (_, form), score in zip(structures, scores):
             for rule_name, values in form:
                 rule = rules[rule_name]
                 env = {"n": n, **problem.args, **dict(zip(rule.params, values))}
-                if rule.label is not None:
-                    _, start, end, variable = rule.label
-                    first = evaluate(start, env)
-                    for t in range(first, first + 1 if end is None else evaluate(end, env)):
-                        expected[t, env[variable]] += score
-                if rule.attach is not None:
-                    dependent, head = rule.attach
-                    expected[evaluate(dependent, env), 0 if head is None else evaluate(head, env) + 1] += score
+                for place in _posterior_places(program, rule, env, n, longest):
+                    expected[place] += score
         assert np.isclose(log_z[example], np.log(scores.sum()))
-        np.testing.assert_allclose(marginals[example].reshape(n, -1), expected / scores.sum(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(marginals[example], expected / scores.sum(), rtol=1e-9, atol=1e-12)
 
 
 # Each seed compiles a program (20 s and more), so a run draws one of each family. More:

@@ -207,6 +207,9 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                     mark[cell] = 1
                                     listed += 1
                                     touched[listed] = cell
+                            if posting:
+                                rp = roh * rw0 * rw1 * ru0 * rf
+                                post[(rv1) * rspan_max + (rv0) - (rv1) - 1] += rp
                             out[np.uint64(b0 + (rv1 - lo0_0) * s0_0)] += roh * rw0 * rw1 * rf
     if tracked:
         touched[0] = listed

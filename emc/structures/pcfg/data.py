@@ -15,8 +15,8 @@ from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
-from emc.structures.rules import data as rule_data
 from emc.structures.rules.evaluation import derivation
+from emc.structures.rules.program import decoded_size
 from emc.structures.spantree.data import (DECODE_OPTIONS, FIT_OPTIONS, FORMAT_HELP, FORMATS,  # noqa: F401
                                           format_posterior, read)
 
@@ -34,7 +34,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
     """The decoded derivation of the DP's rule program (emc/structures/pcfg/__init__.py: PROGRAM)."""
-    return rule_data.decoded_length(corpus, model.code_model)
+    return decoded_size(model.code_model.structure.program, corpus.fields[model.binding.observed["x"]].lengths())
 
 
 def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) -> np.ndarray:

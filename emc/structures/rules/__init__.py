@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from emc.spec.structure import ArgSpec, Attribute, Binding, Slot, SlotError, Structure
 from emc.structures.rules.program import Program, evaluate
-from emc.structures.rules.spans import SPANS
+from emc.structures.rules.spans import SPANS, longest_span, span_attributes
 
 POSITION = "rules:position"
 
@@ -74,13 +74,17 @@ def posterior_kind(program: Program) -> str | None:
     """What `emc decode --posteriors` prints for a program: "labels" (each token's distribution
     over the labels its parts give it, `labels x[i] as k` or `labels x[i:j] as c`), "attaches"
     (each token's distribution over its heads), "spans" for a program built by span width whose
-    parts do neither (each span's probability of being built: a constituent of CKY), or None when
-    its parts do neither otherwise or a label is not bounded by the arguments."""
+    parts do neither (each span's probability of being built: a constituent of CKY), "segments"
+    for one built by position whose parts read spans of tokens as words (`w = x[i:j]`: each
+    span's probability of being a part's word, a segmentation's words), or None when its parts
+    do none of these or a label is not bounded by the arguments."""
     if any(rule.label is not None for rule in program.parts):
         return "labels" if all(bound is not None for bound in label_bounds(program)) else None
     if any(rule.attach is not None for rule in program.parts):
         return "attaches"
-    return "spans" if program.kind == "width" else None
+    if program.kind == "width":
+        return "spans"
+    return "segments" if span_attributes(program) else None
 
 
 def label_bounds(program: Program) -> list:
@@ -97,9 +101,13 @@ def posterior_width(program: Program, args: dict[str, int], n: int) -> int:
 
 
 def posterior_size(program: Program, args: dict[str, int], n: int) -> int:
-    """The posteriors' values for an example of n tokens: per token its width, or per non-empty span one."""
-    if posterior_kind(program) == "spans":
+    """The posteriors' values for an example of n tokens: per token its width, one per non-empty
+    span, or per token one per length of a word starting there (up to the longest span)."""
+    kind = posterior_kind(program)
+    if kind == "spans":
         return n * (n + 1) // 2
+    if kind == "segments":
+        return n * max(1, longest_span(program, args))
     return n * posterior_width(program, args, n)
 
 

@@ -528,8 +528,8 @@ def _outside_count(names: Names, read, value: str, weight: str = " * weight") ->
 def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:
     """What a part's marginal `rp` adds to the posteriors (emc/structures/rules/__init__.py:
     posterior_kind): to its label at the token it labels, or at each token of the span it labels;
-    to its head at the dependent it attaches; to the span its head covers. None for a part that
-    does none of these; else the locals the lines need and the lines."""
+    to its head at the dependent it attaches; to the span its head covers, or the one its word
+    reads. None for a part that does none of these; else the locals the lines need and the lines."""
     kind = posterior_kind(names.program)
     if kind == "labels" and rule.label is not None:
         _, start, end, variable = rule.label
@@ -545,6 +545,10 @@ def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | N
         at = names.lin(dependent, rule)
         column = "0" if head is None else f"{names.lin(head, rule)} + 1"
         return needs_of(f"{at} {column}"), [f"post[{at} * rpw + {column}] += rp"]
+    spans = [a for a in rule.where if a.kind == "span"]
+    if kind == "segments" and spans:  # the span its word reads, at its start and length
+        i, j = names.lin(spans[0].index, rule), names.lin(spans[0].end, rule)
+        return needs_of(f"{i} {j}"), [f"post[({i}) * rspan_max + ({j}) - ({i}) - 1] += rp"]
     positions = names.program.items[rule.head.name].positions
     if kind == "spans" and len(positions) == 2:
         # the part builds its head's span (i, j): its place among the non-empty spans, by start then end
@@ -559,7 +563,7 @@ def posterior_width_code(names: Names) -> str:
     kind = posterior_kind(names.program)
     if kind == "attaches":
         return "n + 1"
-    if kind in (None, "spans"):
+    if kind in (None, "spans", "segments"):
         return "0"
     return _max_code([f"{names.lin(bound, None)} + 1" for bound in label_bounds(names.program)])
 

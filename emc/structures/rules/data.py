@@ -21,11 +21,11 @@ from emc.io.vocab import Vocabulary
 from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
-from emc.structures.posteriors import format_span_posteriors, format_token_posteriors
+from emc.structures.posteriors import format_segment_posteriors, format_span_posteriors, format_token_posteriors
 from emc.structures.rules import posterior_kind, posterior_size
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
-from emc.structures.rules.program import arity_bound, parts_per_level
+from emc.structures.rules.program import decoded_size
 from emc.structures.rules.spans import pack_spans
 from emc.structures.segmentation import data as segmentation_data
 
@@ -102,9 +102,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:
     """out[0] = the number of parts, then each part's number and variables (PART_WIDTH values)."""
-    lengths = corpus.fields[_observed(model)].lengths()
-    program = model.structure.program
-    return 1 + (lengths + 3) * parts_per_level(program) * arity_bound(program)
+    return decoded_size(model.structure.program, corpus.fields[_observed(model)].lengths())
 
 
 def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) -> np.ndarray:
@@ -132,10 +130,15 @@ def format_posterior(corpus: Corpus, model: CheckedModel, ex: int, marginals: np
                      labels: dict[str, list[str]], args: dict[str, Any]) -> str:
     """Per token: the token, then VALUE:probability for the values above 1e-3, most probable
     first; a value is a label, or a head (1-based, 0 for the root) as in CoNLL. For spans, `i-j:p`
-    per span that may or may not be built (fenceposts 0..n), as the span tree prints them."""
+    per span that may or may not be built (fenceposts 0..n), as the span tree prints them; for
+    segments, a line per word of probability >= 1e-3, as the segmentation prints them."""
     tokens = corpus.fields[_observed(model)].tokens(ex)
-    if posterior_kind(model.structure.program) == "spans":
+    kind = posterior_kind(model.structure.program)
+    if kind == "spans":
         return format_span_posteriors(len(tokens), marginals)
+    if kind == "segments":
+        joint = "" if model.observed[_observed(model)] == "symbols" else " "
+        return format_segment_posteriors(tokens, marginals, joint)
     return format_token_posteriors(tokens, marginals)
 
 

@@ -434,7 +434,7 @@ def span_bound(rule: Rule, attr: ir.AttrDef, args: dict[str, int]) -> int | None
 
 def parts_per_level(program: Program) -> int:
     """How many parts a decoded derivation may hold per level of its chart (n + 3 levels): the
-    read-back's buffers (generated code) and the decode buffer (data.decoded_length) both size
+    read-back's buffers (generated code) and the decode buffer (decoded_size) both size
     by it, and a derivation longer than that is refused rather than cut."""
     return 4 * len(program.items)
 
@@ -442,6 +442,12 @@ def parts_per_level(program: Program) -> int:
 def arity_bound(program: Program) -> int:
     """The most values a decoded part takes: its number and its variables."""
     return 1 + max((len(r.params) for r in program.parts), default=0)
+
+
+def decoded_size(program: Program, n):
+    """The decode buffer of an example of n tokens (n may be an array of lengths): out[0] the
+    number of parts, then each part's number and variables (arity_bound values)."""
+    return 1 + (n + 3) * parts_per_level(program) * arity_bound(program)
 
 
 def all_items(program: Program, n: int, args: dict[str, int]) -> Iterator[tuple[str, tuple[int, ...]]]:
