@@ -93,6 +93,16 @@ def test_posteriors_of_a_program_that_labels_nothing_are_refused():
     from emc.spec.parse import parse_text
     from emc.structures.rules.data import posterior_length
 
-    text = (ROOT / "specs" / "rules" / "segment.em").read_text(encoding="utf-8")
+    # a chain whose steps label no token: built by position, reading no word
+    text = """model walk
+observed x : tokens
+structure walk(x, states=2)
+  item  state(t in 0..n, k in 0..states-1)
+  axiom state(0, 0)
+  part  step(t, j, k) : state(t, k) += state(t - 1, j) for k in 0..states-1 where w = x[t - 1]
+  goal  state(n, k) for k in 0..states-1
+latent z : walk(x)
+multinomial emit : P(z.w | z.k)
+"""
     with pytest.raises(EmcError, match="label .* or attach"):
-        posterior_length(None, check(parse_text(text, "segment.em")), {})
+        posterior_length(None, check(parse_text(text, "walk.em")), {})
