@@ -110,8 +110,9 @@ def posterior_length(corpus: Corpus, model: CheckedModel, args: dict[str, Any]) 
     program = model.structure.program
     if posterior_kind(program) is None:
         raise EmcError("--posteriors prints what a program's parts label (`labels x[i] as k`, `labels x[i:j] as c`) "
-                       "or attach (`attaches d to h`), or the spans a program built by span width builds, and this "
-                       "program does neither: decode the best derivation, or draw from the posterior with --sample N")
+                       "or attach (`attaches d to h`), the words they read (`w = x[i:j]`), or the spans a program "
+                       "built by span width builds, and this program has none of these: decode the best derivation, "
+                       "or draw from the posterior with --sample N")
     lengths = corpus.fields[_observed(model)].lengths()
     return np.array([posterior_size(program, args, n) for n in lengths.tolist()], np.int64)
 
