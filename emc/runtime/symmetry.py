@@ -176,10 +176,18 @@ class SymmetricProjection:
         """symmetry.evaluate_pairs over both directions on this machine; current: (x, its gradient,
         the step lengths), out: (f, the gradient at point, disagreement, excess), steps: (moved,
         Armijo's dot, s.y, |s|^2)."""
-        numba.set_num_threads(self.directions[0].executor.threads)
-        symmetry.evaluate_pairs()(*(a for d, p in zip(self.directions, params) for a in self._data(d, p)), pairs,
-                                  self.x_at, self.shift_at, self.lengths, *self._constraint(), stepping, *current,
-                                  point, *out, *steps)
+        threads = self.directions[0].executor.threads
+        numba.set_num_threads(threads)
+        # the loop cuts its pairs into one contiguous run a thread: dealt out in turn, each run is
+        # a sample of the whole (the Hansards' second half costs 10% more than its first)
+        dealt = np.concatenate([np.arange(t, len(pairs), threads) for t in range(threads)])
+        own = tuple(np.empty_like(a) for a in steps)
+        symmetry.evaluate_pairs()(*(a for d, p in zip(self.directions, params) for a in self._data(d, p)),
+                                  pairs[dealt], self.x_at, self.shift_at, self.lengths, *self._constraint(), stepping,
+                                  *current, point, *out, *own)
+        if stepping:
+            for a, b in zip(steps, own):
+                a[dealt] = b
 
     def _constraint(self) -> tuple:
         """(NULL in the forward direction, in the reverse one, bijective, its sign, its bound)."""
