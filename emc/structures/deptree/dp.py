@@ -40,6 +40,45 @@ def _table(meta, table, offset, row_offset, rows, outcomes, index):
 
 
 @njit(cache=True)
+def _finite_max(a, b):
+    return b if b > a else a
+
+
+@njit(cache=True)
+def _gauged(root, attach, stop, n):
+    """Scores that give every tree the same score up to one constant, returned with them, each
+    group of alternatives' largest at 0, so that the chart (linear, one scale a level) holds
+    scores of any range: every word has one head or is the root (its root and attach scores
+    shift together), every head and side stops once (its two stop scores shift together) and
+    continues once per dependent there (its continue scores shift against those attachments)."""
+    root, attach, stop = root.copy(), attach.copy(), stop.copy()
+    shift = 0.0
+    for h in range(n):
+        for side in range(2):
+            go = _finite_max(stop[h, side, 0, 0], stop[h, side, 1, 0])
+            end = _finite_max(stop[h, side, 0, 1], stop[h, side, 1, 1])
+            go = go if go > -np.inf else 0.0
+            end = end if end > -np.inf else 0.0
+            for adj in range(2):
+                stop[h, side, adj, 0] -= go
+                stop[h, side, adj, 1] -= end
+            shift += end
+            for a in range(h + 1, n) if side == 1 else range(h):
+                attach[h, a] += go
+    for a in range(n):
+        top = root[a]
+        for h in range(n):
+            if h != a:
+                top = _finite_max(top, attach[h, a])
+        top = top if top > -np.inf else 0.0
+        root[a] -= top
+        for h in range(n):
+            attach[h, a] -= top
+        shift += top
+    return root, attach, stop, shift
+
+
+@njit(cache=True)
 def _sentence(root, attach, stop, n):
     """The chart program's data for a sentence of n words: (ints, layout, meta, params), its
     tokens the positions and its tables the scores as weights (outcome-major, as every table).
@@ -115,11 +154,12 @@ def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     if _any_nan(root, attach, stop, n):
         root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
         return np.nan
+    root, attach, stop, shift = _gauged(root, attach, stop, n)
     ints, layout, meta, params = _sentence(root, attach, stop, n)
     dense = np.zeros(params[0].shape[0])
     counts = (dense, np.zeros(0, np.uint8), np.zeros(0, np.int64))
     derived = chart.prepare(meta, params)
-    log_z = chart.estep_example(0, ints, layout, meta, params, derived, semiring, 1.0, counts)
+    log_z = chart.estep_example(0, ints, layout, meta, params, derived, semiring, 1.0, counts) + shift
     if not log_z > NEG_INF:
         dense[:] = 0.0
     _marginals_from(dense, n, root_m, arcs, stops)
@@ -133,11 +173,12 @@ def marginals_sum(root, attach, stop, n, root_m, arcs, stops):
     if _any_nan(root, attach, stop, n):
         root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
         return np.nan
+    root, attach, stop, shift = _gauged(root, attach, stop, n)
     ints, layout, meta, params = _sentence(root, attach, stop, n)
     dense = np.zeros(params[0].shape[0])
     counts = (dense, np.zeros(0, np.uint8), np.zeros(0, np.int64))
     derived = chart.prepare(meta, params)
-    log_z = chart.estep_sum(0, ints, layout, meta, params, derived, np.int64(SUM), 1.0, counts)
+    log_z = chart.estep_sum(0, ints, layout, meta, params, derived, np.int64(SUM), 1.0, counts) + shift
     if not log_z > NEG_INF:
         dense[:] = 0.0
     _marginals_from(dense, n, root_m, arcs, stops)
@@ -161,22 +202,24 @@ def _heads_of(parts, n, heads):
 def best_tree(root, attach, stop, n, heads):
     """heads[a] = the head of word a in the best tree, -1 for the root; returns its log score
     (-inf, heads all -1, when no tree is possible)."""
+    root, attach, stop, shift = _gauged(root, attach, stop, n)
     ints, layout, meta, params = _sentence(root, attach, stop, n)
     parts = np.zeros(1 + (n + 3) * chart.PARTS_PER_LEVEL * chart.PART_WIDTH, np.int32)
     log_score = chart.decode_example(0, ints, layout, meta, params, chart.prepare(meta, params), parts)
     _heads_of(parts, n, heads)
-    return log_score
+    return log_score + shift
 
 
 @njit(cache=True)
 def sample_tree(root, attach, stop, n, heads):
     """heads[a] of a tree drawn from the posterior (the caller seeds the generator), -1 for the
     root; returns log Z (-inf, heads all -1, when no tree is possible)."""
+    root, attach, stop, shift = _gauged(root, attach, stop, n)
     ints, layout, meta, params = _sentence(root, attach, stop, n)
     parts = np.zeros(1 + (n + 3) * chart.PARTS_PER_LEVEL * chart.PART_WIDTH, np.int32)
     log_z = chart.sample_example(0, ints, layout, meta, params, chart.prepare(meta, params), parts)
     _heads_of(parts, n, heads)
-    return log_z
+    return log_z + shift
 
 
 @njit(cache=True)
