@@ -274,14 +274,11 @@ def link_counts_example(ex, ints, layout, meta, posterior, weight, counts):
 def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, counts):
     flat = _link_entries(ex, ints, layout, meta)
     posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
-    jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
-    if _projecting(semiring, meta, derived):
-        log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
+    jumps = np.zeros(_prepared(meta))
+    if semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
     else:
-        if semiring == SUM:
-            log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
-        else:
-            log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
@@ -346,14 +343,11 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
     semiring = SUM
     flat = _link_entries(ex, ints, layout, meta)
     posterior = _link_scores(ex, ints, layout, meta, params, derived, flat)  # the scores, then in place their posterior
-    jumps = np.zeros(_prepared(meta))  # derived goes on with the projection's numbers
-    if _projecting(semiring, meta, derived):
-        log_z = _project(ex, ints, layout, meta, derived, posterior.copy(), posterior, jumps)
+    jumps = np.zeros(_prepared(meta))
+    if semiring == SUM:
+        log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
     else:
-        if semiring == SUM:
-            log_z = _posterior_sum(posterior, meta, derived, posterior, jumps)
-        else:
-            log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
+        log_z = _posterior(semiring, posterior, meta, derived, posterior, jumps)
     if not log_z > -np.inf:
         return log_z
     _add_link_counts(flat, posterior, weight, counts)
@@ -373,4 +367,18 @@ def estep_sum(ex, ints, layout, meta, params, derived, semiring, weight, counts)
             dense[cell] += p
     if tracked:
         touched[0] = listed
+    return log_z
+
+
+@njit(cache=True)
+def posterior_shifted(ex, ints, layout, meta, params, derived, out):
+    """posterior_example with the link shifts alone, never a per-example projection: what the
+    symmetry's compiled pass calls (emc/structures/alignment/symmetry.py), so that a symmetric
+    fit never compiles the per-example projection (seconds of its cold start)."""
+    posterior = _link_scores(ex, ints, layout, meta, params, derived, _link_entries(ex, ints, layout, meta))
+    log_z = _posterior_sum(posterior, meta, derived, posterior, np.zeros(0))
+    width, m = posterior.shape
+    for j in range(m):
+        for i in range(width):
+            out[j * width + i] = posterior[i, j]
     return log_z

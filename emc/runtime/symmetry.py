@@ -196,12 +196,13 @@ class SymmetricProjection:
         return (*self.nulls, bijective, float(sign), float(bound))
 
     def _data(self, direction, params) -> tuple:
-        """What the compiled evaluation reads of a direction: its posterior pass, data, parameters, derived vector
+        """What the compiled evaluation reads of a direction: its posterior pass (the glue's
+        posterior_shifted), data, parameters, derived vector
         (prepare's numbers and the link shifts, which the evaluation writes into) and where the
         shifts start in it."""
         p = direction.problem
         derived = direction.executor.prepare(params)
-        return (p.model.module.posterior_example, p.ints, p.array_bounds, p.meta, params.abi(), derived,
+        return (p.model.module.posterior_shifted, p.ints, p.array_bounds, p.meta, params.abi(), derived,
                 len(derived) - int(self.shift_at[-1]))
 
     def _record(self, before: tuple, after: tuple, kl: np.ndarray, esteps: np.ndarray) -> None:

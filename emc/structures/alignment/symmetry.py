@@ -17,6 +17,7 @@ from numba import njit, prange, types
 
 from emc.codegen.abi import DERIVED, INTS, LAYOUT, META, PARAMS, POSTERIOR_FUNCTION
 from emc.structures.alignment.projection import MAX_DUAL
+from emc.structures.buffers import copy_into
 
 
 def _evaluate_pairs(posterior_f, ints_f, layout_f, meta_f, params_f, derived_f, base_f,
@@ -208,9 +209,10 @@ def has_duals(x, x_at):
 
 @njit(cache=True)
 def take(source, target, x_at, pairs):
-    """The pairs' duals (or gradients) of source into target."""
+    """The pairs' duals (or gradients) of source into target (copy_into: a slice assignment
+    compiled a shape check, 1.7 s of a cold start)."""
     for k in pairs:
-        target[x_at[k]:x_at[k + 1]] = source[x_at[k]:x_at[k + 1]]
+        copy_into(target[x_at[k]:x_at[k + 1]], source[x_at[k]:x_at[k + 1]])
 
 
 @njit(cache=True)
