@@ -25,7 +25,8 @@ def forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_c
     """posterior[i, j] = P(a_j = i) (NULL last, all NULL states summed); jump_counts[bucket] +=
     the expected jumps into each bucket (NULL links into bucket 2 maxjump + 1), unless
     jump_counts is empty (the posteriors alone: a third less work). Returns log Z (-inf:
-    posterior zero, jump_counts untouched). `posterior` may be `scores`."""
+    posterior zero, jump_counts untouched). `posterior` may be `scores`. (Two functions, not
+    four: each compiled function costs a cold start about a quarter of a second.)"""
     width, m = scores.shape
     l = width - null
     word = np.empty((m, l))  # the word scores, target-major (scores may be overwritten below)
@@ -38,19 +39,6 @@ def forward_backward(scores, trans, null_score, null, maxjump, posterior, jump_c
     alpha = np.empty((m, l))  # scaled forward mass of each word state
     alpha_null = np.zeros((m, l + 1))  # ... of the NULL state at each position (index p + 1)
     scale = np.empty(m)
-    log_z = _forward(word, empty, trans, alpha, alpha_null, scale)
-    if log_z == NEG_INF:
-        posterior[:, :] = 0.0
-        return NEG_INF
-    _backward(word, empty, trans, alpha, alpha_null, scale, null, maxjump, posterior, jump_counts)
-    return log_z
-
-
-@njit(cache=True)
-def _forward(word, empty, trans, alpha, alpha_null, scale):
-    """alpha, alpha_null scaled to sum to one at each target word, scale[j] the factor; log Z
-    (-inf when some target word has no mass)."""
-    m, l = word.shape
     mass = np.zeros(l + 1)  # P[p + 1] at the previous target word
     mass[0] = 1.0  # before the first word: position -1
     log_z = 0.0
@@ -70,6 +58,7 @@ def _forward(word, empty, trans, alpha, alpha_null, scale):
             alpha_null[j, q] = mass[q] * empty[j]
             c += alpha_null[j, q]
         if not c > 0.0:
+            posterior[:, :] = 0.0
             return NEG_INF
         scale[j] = c
         log_z += np.log(c)
@@ -81,6 +70,7 @@ def _forward(word, empty, trans, alpha, alpha_null, scale):
         mass[0] = alpha_null[j, 0]
         for i in range(l):
             mass[i + 1] = alpha[j, i] + alpha_null[j, i + 1]
+    _backward(word, empty, trans, alpha, alpha_null, scale, null, maxjump, posterior, jump_counts)
     return log_z
 
 
@@ -92,7 +82,10 @@ def _backward(word, empty, trans, alpha, alpha_null, scale, null, maxjump, poste
     counting = jump_counts.shape[0] > 0
     # trans transposed: beta's sums over the words run along its rows, one sum per position at a
     # time in the same order as a row's dot product (so the same numbers), but vectorised
-    trans_t = np.ascontiguousarray(trans.T)
+    trans_t = np.empty((l, l + 1))  # (a loop: np.ascontiguousarray of the transpose compiled for 0.9 s)
+    for q in range(l + 1):
+        for i in range(l):
+            trans_t[i, q] = trans[q, i]
     beta = np.ones(l + 1)
     carried = np.empty(l + 1)
     ahead = np.empty(l)  # word[j, i] beta_j[i] / scale[j], the word terms of the step into j
@@ -111,8 +104,15 @@ def _backward(word, empty, trans, alpha, alpha_null, scale, null, maxjump, poste
         inv = 1.0 / scale[j]
         for i in range(l):
             ahead[i] = word[j, i] * beta[i + 1] * inv
-        if counting:
-            _count_jumps(j, trans, alpha, alpha_null, ahead, by_jump)
+        for q in range(l + 1 if counting else 0):  # the mass at j - 1 (position -1 alone before the first word)
+            if j == 0:
+                before = 1.0 if q == 0 else 0.0
+            else:
+                before = alpha_null[j - 1, q] + (alpha[j - 1, q - 1] if q > 0 else 0.0)
+            if before != 0.0:
+                at = l + 1 - q  # index of the jump from p = q - 1 into word 0
+                for i in range(l):
+                    by_jump[at + i] += before * trans[q, i] * ahead[i]
         carried[:] = 0.0
         for i in range(l):
             a = ahead[i]
@@ -121,23 +121,6 @@ def _backward(word, empty, trans, alpha, alpha_null, scale, null, maxjump, poste
         stay = empty[j] * inv
         for q in range(l + 1):
             beta[q] = carried[q] + stay * beta[q]
-    if counting:
-        for d in range(2 * l + 1):
-            if by_jump[d] != 0.0:
-                jump_counts[jump_bucket(d - l, maxjump)] += by_jump[d]
-
-
-@njit(cache=True)
-def _count_jumps(j, trans, alpha, alpha_null, ahead, by_jump):
-    """by_jump[i - p + l] += the posterior of the jump from position p at target word j - 1 (-1
-    alone before the first word) into word i at j."""
-    l = ahead.shape[0]
-    for q in range(l + 1):
-        if j == 0:
-            before = 1.0 if q == 0 else 0.0
-        else:
-            before = alpha_null[j - 1, q] + (alpha[j - 1, q - 1] if q > 0 else 0.0)
-        if before != 0.0:
-            at = l + 1 - q  # index of the jump from p = q - 1 into word 0
-            for i in range(l):
-                by_jump[at + i] += before * trans[q, i] * ahead[i]
+    for d in range(2 * l + 1 if counting else 0):
+        if by_jump[d] != 0.0:
+            jump_counts[jump_bucket(d - l, maxjump)] += by_jump[d]
