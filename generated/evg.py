@@ -31,9 +31,11 @@ ITEM_WIDTH = 4  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 28  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'tokens:x', )
+ARRAYS = ('offsets', 'given_start', 'given_flags', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_0 = 1  # tokens:x
+A_GIVEN_START = 1
+A_GIVEN_FLAGS = 2
+A_TOKENS_0 = 3  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 18
@@ -124,6 +126,11 @@ def _cells(ex, ints, layout, meta):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -285,6 +292,11 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
     s5_1 = s5_2 * z5_2
     s5_0 = s5_1 * z5_1
     b6 = b5 + s5_0 * z5_0
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     if 0 <= 0 <= 1:
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
@@ -294,6 +306,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                         token_0 = tokens_0[np.uint64(first + rv1)]
                         token_0_1 = tokens_0[np.uint64(first + rv0)]
                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                             if 0 <= (1 + rv2) <= (-1 + n):
                                 ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -305,7 +318,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
                                             ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                             acc = plus(semiring, acc, rw1 * ru0)
-                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)], acc * rw0 * rgv * ru1 * rf)
     if 0 <= 1 <= 1:
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
@@ -315,6 +328,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                         token_0 = tokens_0[np.uint64(first + rv1)]
                         token_0_1 = tokens_0[np.uint64(first + rv0)]
                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                             if 0 <= (1 + rv2) <= (-1 + n):
                                 ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -326,7 +340,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
                                             ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                             acc = plus(semiring, acc, rw1 * ru0)
-                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * ru1 * rf)
+                                    chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)], acc * rw0 * rgv * ru1 * rf)
     if 0 <= 0 <= 1:
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
@@ -336,6 +350,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         token_0_1 = tokens_0[np.uint64(first + rv1)]
                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                             if 0 <= (1 + rv2) <= (-1 + n):
                                 ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -347,7 +362,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
                                             ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                             acc = plus(semiring, acc, rw1 * ru1)
-                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)], acc * rw0 * rgv * ru0 * rf)
     if 0 <= 1 <= 1:
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
@@ -357,6 +372,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         token_0_1 = tokens_0[np.uint64(first + rv1)]
                         rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                         for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                             if 0 <= (1 + rv2) <= (-1 + n):
                                 ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -368,7 +384,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                             rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
                                             ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                             acc = plus(semiring, acc, rw1 * ru1)
-                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * ru0 * rf)
+                                    chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)], acc * rw0 * rgv * ru0 * rf)
     if lev == (n + 2):
         if 0 <= 0 <= (-1 + n):
             if 0 <= (-1 + n) <= (-1 + n):
@@ -377,10 +393,11 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         rw0 = read_hoisted(rt2, 0, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                         ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                         ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                         rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
-                        acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
+                        acc = plus(semiring, acc, rw0 * rgv * ru0 * ru1 * rf)
                 chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
     if 0 <= 0 <= 2:
         rf = np.exp(0.0 - ref)
@@ -563,6 +580,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -737,6 +759,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -748,7 +775,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt2 = table_reader(params, meta, T_0)
-    rpw = n + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     out[np.uint64(b6)] = np.exp(ls[(n + 2)] - log_z)
@@ -838,21 +864,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv0 < n:
                                 token_0 = tokens_0[np.uint64(first + rv0)]
                                 rw0 = read_hoisted(rt2, 0, token_0)
+                                rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                                 ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                                 ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                                 rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[lev])
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + 0
-                                    dense[cell] += roh * rw0 * ru0 * ru1 * rf * weight
+                                    dense[cell] += roh * rw0 * rgv * ru0 * ru1 * rf * weight
                                     if tracked and mark[cell] == 0:
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
                                 if posting:
-                                    rp = roh * rw0 * ru0 * ru1 * rf
+                                    rp = roh * rw0 * rgv * ru0 * ru1 * rf
                                     post[rv0 * rpw + 0] += rp
-                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
-                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
+                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * rgv * ru1 * rf
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * rgv * ru0 * rf
         if 0 <= 1 <= 1:
             for rv0 in range(0, (-1 + n) + 1):
                 rv1 = (rv0 + lev - 1)
@@ -862,6 +889,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             token_0_1 = tokens_0[np.uint64(first + rv1)]
                             rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                             roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (1 - lo5_2) * s5_2)]
                             if roh != 0.0:
                                 rm0 = 0.0
@@ -880,15 +908,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     rg += rw1 * ru1
                                                     if counting:
                                                         cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                        dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
+                                                        dense[cell] += (roh * rw0 * rgv * ru0 * rf) * rw1 * ru1 * weight
                                                         if tracked and mark[cell] == 0:
                                                             mark[cell] = 1
                                                             listed += 1
                                                             touched[listed] = cell
-                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
-                                            rm0 += rg * roh * rw0 * ru0 * rf
-                                            rp += rg * roh * rw0 * ru0 * rf
-                                            rb0 += rg * roh * rw0 * rf
+                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * rgv * ru0 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * rgv * ru0 * rf
+                                            rp += rg * roh * rw0 * rgv * ru0 * rf
+                                            rb0 += rg * roh * rw0 * rgv * rf
                                             out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                 if posting:
                                     post[rv0 * rpw + rv1 + 1] += rp
@@ -908,6 +936,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             token_0_1 = tokens_0[np.uint64(first + rv1)]
                             rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                             roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1 + (0 - lo5_2) * s5_2)]
                             if roh != 0.0:
                                 rm0 = 0.0
@@ -926,15 +955,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     rg += rw1 * ru1
                                                     if counting:
                                                         cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_2 + rv3
-                                                        dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
+                                                        dense[cell] += (roh * rw0 * rgv * ru0 * rf) * rw1 * ru1 * weight
                                                         if tracked and mark[cell] == 0:
                                                             mark[cell] = 1
                                                             listed += 1
                                                             touched[listed] = cell
-                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
-                                            rm0 += rg * roh * rw0 * ru0 * rf
-                                            rp += rg * roh * rw0 * ru0 * rf
-                                            rb0 += rg * roh * rw0 * rf
+                                                    out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * rgv * ru0 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * rgv * ru0 * rf
+                                            rp += rg * roh * rw0 * rgv * ru0 * rf
+                                            rb0 += rg * roh * rw0 * rgv * rf
                                             out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                                 if posting:
                                     post[rv0 * rpw + rv1 + 1] += rp
@@ -954,6 +983,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             token_0 = tokens_0[np.uint64(first + rv1)]
                             token_0_1 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                             roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (1 - lo2_2) * s2_2)]
                             if roh != 0.0:
                                 rm0 = 0.0
@@ -972,15 +1002,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     rg += rw1 * ru0
                                                     if counting:
                                                         cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                        dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
+                                                        dense[cell] += (roh * rw0 * rgv * ru1 * rf) * rw1 * ru0 * weight
                                                         if tracked and mark[cell] == 0:
                                                             mark[cell] = 1
                                                             listed += 1
                                                             touched[listed] = cell
-                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                            rm0 += rg * roh * rw0 * ru1 * rf
-                                            rp += rg * roh * rw0 * ru1 * rf
-                                            rb1 += rg * roh * rw0 * rf
+                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * rgv * ru1 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * rgv * ru1 * rf
+                                            rp += rg * roh * rw0 * rgv * ru1 * rf
+                                            rb1 += rg * roh * rw0 * rgv * rf
                                             out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                 if posting:
                                     post[rv1 * rpw + rv0 + 1] += rp
@@ -1000,6 +1030,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             token_0 = tokens_0[np.uint64(first + rv1)]
                             token_0_1 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                             roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1 + (0 - lo2_2) * s2_2)]
                             if roh != 0.0:
                                 rm0 = 0.0
@@ -1018,15 +1049,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                     rg += rw1 * ru0
                                                     if counting:
                                                         cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_2 + rv3
-                                                        dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
+                                                        dense[cell] += (roh * rw0 * rgv * ru1 * rf) * rw1 * ru0 * weight
                                                         if tracked and mark[cell] == 0:
                                                             mark[cell] = 1
                                                             listed += 1
                                                             touched[listed] = cell
-                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                            rm0 += rg * roh * rw0 * ru1 * rf
-                                            rp += rg * roh * rw0 * ru1 * rf
-                                            rb1 += rg * roh * rw0 * rf
+                                                    out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * rgv * ru1 * rf) * rw1
+                                            rm0 += rg * roh * rw0 * rgv * ru1 * rf
+                                            rp += rg * roh * rw0 * rgv * ru1 * rf
+                                            rb1 += rg * roh * rw0 * rgv * rf
                                             out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                                 if posting:
                                     post[rv1 * rpw + rv0 + 1] += rp
@@ -1109,6 +1140,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -1279,6 +1315,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     token_0 = tokens_0[np.uint64(first + rv1)]
                                     token_0_1 = tokens_0[np.uint64(first + rv0)]
                                     rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 0, token_0)
+                                    rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -1288,7 +1325,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                     if 0 <= rv3 <= 2:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
                                                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
                                                             u -= term if sampling else 0.0
@@ -1310,6 +1347,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     token_0 = tokens_0[np.uint64(first + rv1)]
                                     token_0_1 = tokens_0[np.uint64(first + rv0)]
                                     rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 1) * size_1 + 1, token_0)
+                                    rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -1319,7 +1357,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                     if 0 <= rv3 <= 2:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_2 + rv3, 0)
                                                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
                                                             u -= term if sampling else 0.0
@@ -1525,6 +1563,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     token_0 = tokens_0[np.uint64(first + rv0)]
                                     token_0_1 = tokens_0[np.uint64(first + rv1)]
                                     rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 0, token_0)
+                                    rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -1534,7 +1573,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                     if 0 <= rv3 <= 2:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
                                                         ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
                                                             u -= term if sampling else 0.0
@@ -1556,6 +1595,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     token_0 = tokens_0[np.uint64(first + rv0)]
                                     token_0_1 = tokens_0[np.uint64(first + rv1)]
                                     rw0 = read(params, meta, T_1, ((token_0_1) * size_1 + 0) * size_1 + 1, token_0)
+                                    rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                         if 0 <= (1 + rv2) <= (-1 + n):
                                             ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -1565,7 +1605,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                                     if 0 <= rv3 <= 2:
                                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_2 + rv3, 0)
                                                         ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                        term = rw0 * rw1 * ru0 * ru1 * rf
+                                                        term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                         if _better(sampling, term, best, u):
                                                             best = term
                                                             u -= term if sampling else 0.0
@@ -1641,10 +1681,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read_hoisted(rt2, 0, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                             ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                             ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                             rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[hl])
-                            term = rw0 * ru0 * ru1 * rf
+                            term = rw0 * rgv * ru0 * ru1 * rf
                             if _better(sampling, term, best, u):
                                 best = term
                                 u -= term if sampling else 0.0
@@ -1743,6 +1784,11 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]

@@ -79,6 +79,7 @@ def _cells(ex, ints, layout, meta):
     b3 = b2 + 1
     cells = b3
 
+    rpw = (-1 + ra1) + 1
     return cells
 
 
@@ -113,6 +114,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b3 = b2 + 1
     cells = b3
 
+    rpw = (-1 + ra1) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -253,6 +255,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b3 = b2 + 1
     cells = b3
 
+    rpw = (-1 + ra1) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -266,7 +269,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt2 = table_reader(params, meta, T_2)
-    rpw = (-1 + ra1) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
@@ -383,6 +385,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b3 = b2 + 1
     cells = b3
 
+    rpw = (-1 + ra1) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -583,6 +586,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b3 = b2 + 1
     cells = b3
 
+    rpw = (-1 + ra1) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]

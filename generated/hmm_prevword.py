@@ -73,6 +73,7 @@ def _cells(ex, ints, layout, meta):
     b2 = b1 + 1
     cells = b2
 
+    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     return cells
 
 
@@ -103,6 +104,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + 1
     cells = b2
 
+    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -219,6 +221,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + 1
     cells = b2
 
+    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -231,7 +234,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt1 = table_reader(params, meta, T_2)
-    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
@@ -339,6 +341,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + 1
     cells = b2
 
+    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -499,6 +502,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b2 = b1 + 1
     cells = b2
 
+    rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]

@@ -83,6 +83,7 @@ def _cells(ex, ints, layout, meta):
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     return cells
 
 
@@ -121,6 +122,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -271,6 +273,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -287,7 +290,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     listed = touched[0] if tracked else 0
     rt1 = table_reader(params, meta, T_1)
     rt2 = table_reader(params, meta, T_2)
-    rpw = (-1 + ra0) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
@@ -411,6 +413,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -634,6 +637,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b2 = b1 + s1_0 * z1_0
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]

@@ -69,6 +69,7 @@ def _cells(ex, ints, layout, meta):
     b2 = b1 + 1
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     return cells
 
 
@@ -97,6 +98,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + 1
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -208,6 +210,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + 1
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -218,7 +221,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt1 = table_reader(params, meta, T_1)
-    rpw = (-1 + ra0) + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
@@ -302,6 +304,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + 1
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -450,6 +453,7 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b2 = b1 + 1
     cells = b2
 
+    rpw = (-1 + ra0) + 1
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]

@@ -23,9 +23,11 @@ ITEM_WIDTH = 4  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 8  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'tokens:x', )
+ARRAYS = ('offsets', 'given_start', 'given_flags', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_0 = 1  # tokens:x
+A_GIVEN_START = 1
+A_GIVEN_FLAGS = 2
+A_TOKENS_0 = 3  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 18
@@ -72,6 +74,11 @@ def _cells(ex, ints, layout, meta):
     b2 = b1 + 1
     cells = b2
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -104,6 +111,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b2 = b1 + 1
     cells = b2
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
     ro1 = meta[T_0 + TABLE_OFFSET]
@@ -143,13 +155,15 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                 if 0 <= (1 + rv0) <= n:
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[np.uint64(first + rv0)]
+                        rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + ((1 + rv0)) - (rv0) - 1)]) if rgiven else 1.0
                         for rv1 in range(0, (-1 + ra0) + 1):
                             rw0 = read_hoisted(rt0, rv1, token_0)
-                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], rf * rw0)
+                            chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + ((1 + rv0) - lo0_1) * s0_1 + (rv1 - lo0_2) * s0_2)], (rgv * rf) * rw0)
         rtmp = np.zeros(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1))
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
+                rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + (rv1) - (rv0) - 1)]) if rgiven else 1.0
                 rtmp[:] = 0.0
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                     rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ref)
@@ -165,7 +179,7 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         if rtv != 0.0:
                             for rv3 in range(0, (-1 + ra0) + 1):
                                 rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
-                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], rtv * rw0)
+                                chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)], (rtv * rgv) * rw0)
         if lev == (n + 2):
             if 0 <= 0 <= n:
                 if 0 <= n <= n:
@@ -233,6 +247,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b2 = b1 + 1
     cells = b2
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
     ro1 = meta[T_0 + TABLE_OFFSET]
@@ -246,7 +265,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt0 = table_reader(params, meta, T_1)
-    rpw = 0
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     rsc1 = np.zeros(rr1 * meta[T_0 + TABLE_OUTCOMES])
@@ -271,6 +289,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
         for rv0 in range(0, n + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= n:
+                rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + (rv1) - (rv0) - 1)]) if rgiven else 1.0
                 rtmp[:] = 0.0
                 rgt[:] = 0.0
                 for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
@@ -288,23 +307,23 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv3 in range(0, (-1 + ra0) + 1):
                             rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
                             roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                            rgs += roh * rw0
-                            rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += roh * rtv
+                            rgs += roh * rw0 * rgv
+                            rsc1[np.uint64(((rv4) * size_0 + rv5) * rr1 + rv3)] += roh * rtv * rgv
                         rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))] += rgs
                 if posting:
                     rp = 0.0
                     for rtq in range(max(0, (-1 + ra0) - 0 + 1) * max(0, (-1 + ra0) - 0 + 1)):
                         rp += rtmp[rtq] * rgt[rtq]
                     post[(rv0) * n - ((rv0) * (rv0 - 1)) // 2 + (rv1) - (rv0) - 1] += rp
-                for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
-                    rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
-                    for rv4 in range(0, (-1 + ra0) + 1):
-                        ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
-                        if ru0 != 0.0:
-                            for rv5 in range(0, (-1 + ra0) + 1):
-                                ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                rgv = rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
-                                if rgv != 0.0:
+                if rgv != 0.0:
+                    for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
+                        rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[lev])
+                        for rv4 in range(0, (-1 + ra0) + 1):
+                            ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)]
+                            if ru0 != 0.0:
+                                for rv5 in range(0, (-1 + ra0) + 1):
+                                    ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
+                                    rgv = rgt[np.uint64((rv4 - 0) * max(0, (-1 + ra0) - 0 + 1) + (rv5 - 0))]
                                     out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv4 - lo0_2) * s0_2)] += rgv * ru1 * rf
                                     out[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)] += rgv * ru0 * rf
         rf = np.exp(0.0 - ls[lev])
@@ -313,6 +332,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                 if 0 <= (1 + rv0) <= n:
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[np.uint64(first + rv0)]
+                        rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + ((1 + rv0)) - (rv0) - 1)]) if rgiven else 1.0
                         rp = 0.0
                         rg = 0.0
                         for rv1 in range(0, (-1 + ra0) + 1):
@@ -321,12 +341,12 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             rg += roh * rw0
                             if counting:
                                 cell = ro0 + (token_0) * rr0 + rv1
-                                dense[cell] += rf * roh * rw0 * weight
+                                dense[cell] += (rgv * rf) * roh * rw0 * weight
                                 if tracked and mark[cell] == 0:
                                     mark[cell] = 1
                                     listed += 1
                                     touched[listed] = cell
-                        rp += rg * rf
+                        rp += rg * rgv * rf
                         if posting:
                             post[(rv0) * n - ((rv0) * (rv0 - 1)) // 2 + ((1 + rv0)) - (rv0) - 1] += rp
     if counting:
@@ -375,6 +395,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b2 = b1 + 1
     cells = b2
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
     ro1 = meta[T_0 + TABLE_OFFSET]
@@ -422,9 +447,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read_hoisted(rt0, rv1, token_0)
+                            rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + ((1 + rv0)) - (rv0) - 1)]) if rgiven else 1.0
                             rf = np.exp(0.0 - ls[hl])
                             if (1 + rv0) == rh1:
-                                term = rw0 * rf
+                                term = rw0 * rgv * rf
                                 if _better(sampling, term, best, u):
                                     best = term
                                     u -= term if sampling else 0.0
@@ -439,6 +465,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
             if 0 <= rv0 <= n:
                 if 0 <= rv1 <= n:
                     if 0 <= rv3 <= (-1 + ra0):
+                        rgv = float(rgf[np.uint64(rgo + (rv0) * n - ((rv0) * (rv0 - 1)) // 2 + (rv1) - (rv0) - 1)]) if rgiven else 1.0
                         for rv2 in range(max(0, (1 + rv0)), min(n, (-1 + rv1)) + 1):
                             rf = np.exp(ls[np.uint64((1 + rv2 - rv0))] + ls[np.uint64((1 + rv1 - rv2))] - ls[hl])
                             for rv4 in range(0, (-1 + ra0) + 1):
@@ -447,7 +474,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                     for rv5 in range(0, (-1 + ra0) + 1):
                                         rw0 = derived[np.uint64(rd1 + ((rv4) * size_0 + rv5) * rr1 + rv3)]
                                         ru1 = chart[np.uint64(b0 + (rv2 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1 + (rv5 - lo0_2) * s0_2)]
-                                        term = rw0 * ru0 * ru1 * rf
+                                        term = rw0 * rgv * ru0 * ru1 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
                                             u -= term if sampling else 0.0
@@ -563,6 +590,11 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b2 = b1 + 1
     cells = b2
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_1 + TABLE_OFFSET]
     rr0 = meta[T_1 + TABLE_ROWS]
     ro1 = meta[T_0 + TABLE_OFFSET]

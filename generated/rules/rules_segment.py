@@ -23,10 +23,12 @@ ITEM_WIDTH = 2  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 4  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'spans', 'span_length', )
+ARRAYS = ('offsets', 'spans', 'span_length', 'given_start', 'given_flags', )
 A_OFFSETS = 0
 A_SPANS = 1
 A_SPAN_LENGTH = 2
+A_GIVEN_START = 3
+A_GIVEN_FLAGS = 4
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 13
@@ -65,6 +67,11 @@ def _cells(ex, ints, layout, meta):
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -90,6 +97,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -126,9 +138,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     if 1 <= (rv0 - rv1) <= ra0:
                         rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
                         rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                        rgv = float(rgf[np.uint64(rgo + (rv1) * rspan_max + (rv0) - (rv1) - 1)]) if rgiven else 1.0
                         ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
                         rf = np.exp(ls[np.uint64((1 + rv1))] - ref)
-                        acc = plus(semiring, acc, rw0 * rw1 * ru0 * rf)
+                        acc = plus(semiring, acc, rw0 * rw1 * rgv * ru0 * rf)
             chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0)], acc * 1.0)
         top = 0.0
         rc0 = lev - 1
@@ -171,6 +184,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -181,7 +199,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt0 = table_reader(params, meta, T_0)
-    rpw = 0
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     if 0 <= n <= n:
@@ -198,19 +215,20 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         if 1 <= (rv0 - rv1) <= ra0:
                             rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
                             rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                            rgv = float(rgf[np.uint64(rgo + (rv1) * rspan_max + (rv0) - (rv1) - 1)]) if rgiven else 1.0
                             ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
                             rf = np.exp(ls[np.uint64((1 + rv1))] - ls[lev])
                             if counting:
                                 cell = ro0 + (rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
-                                dense[cell] += roh * rw0 * rw1 * ru0 * rf * weight
+                                dense[cell] += roh * rw0 * rw1 * rgv * ru0 * rf * weight
                                 if tracked and mark[cell] == 0:
                                     mark[cell] = 1
                                     listed += 1
                                     touched[listed] = cell
                             if posting:
-                                rp = roh * rw0 * rw1 * ru0 * rf
+                                rp = roh * rw0 * rw1 * rgv * ru0 * rf
                                 post[(rv1) * rspan_max + (rv0) - (rv1) - 1] += rp
-                            out[np.uint64(b0 + (rv1 - lo0_0) * s0_0)] += roh * rw0 * rw1 * rf
+                            out[np.uint64(b0 + (rv1 - lo0_0) * s0_0)] += roh * rw0 * rw1 * rgv * rf
     if tracked:
         touched[0] = listed
 
@@ -232,6 +250,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -286,9 +309,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 1 <= (rv0 - rv1) <= ra0:
                             rw0 = read_hoisted(rt0, 0, rspans[np.uint64((first + rv1) * rspan_max + rv0 - rv1 - 1)])
                             rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
+                            rgv = float(rgf[np.uint64(rgo + (rv1) * rspan_max + (rv0) - (rv1) - 1)]) if rgiven else 1.0
                             ru0 = chart[np.uint64(b0 + (rv1 - lo0_0) * s0_0)]
                             rf = np.exp(ls[np.uint64((1 + rv1))] - ls[hl])
-                            term = rw0 * rw1 * ru0 * rf
+                            term = rw0 * rw1 * rgv * ru0 * rf
                             if _better(sampling, term, best, u):
                                 best = term
                                 u -= term if sampling else 0.0
@@ -334,6 +358,11 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b1 = b0 + s0_0 * z0_0
     cells = b1
 
+    rpw = 0
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -711,13 +740,26 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
         group = order[start:stop]
         start = stop
         done = False
-        if n > 0 and group.shape[0] > 1:
+        if n > 0 and group.shape[0] > 1 and not _any_given(examples, group, ints, layout):
             done = _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z)
         if not done:
             for b in range(group.shape[0]):
                 deferred[left] = group[b]
                 left += 1
     return left
+
+
+@njit(cache=True)
+def _any_given(examples, group, ints, layout):
+    """Whether an example of the group comes with its structure given: its passes read its own
+    flags, which lanes do not share."""
+    given = array(ints, layout, A_GIVEN_START)
+    if given.shape[0] == 0:
+        return False
+    for b in range(group.shape[0]):
+        if given[examples[group[b]]] >= 0:
+            return True
+    return False
 
 
 @njit(cache=True)

@@ -27,9 +27,11 @@ ITEM_WIDTH = 4  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 28  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'tokens:x', )
+ARRAYS = ('offsets', 'given_start', 'given_flags', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_0 = 1  # tokens:x
+A_GIVEN_START = 1
+A_GIVEN_FLAGS = 2
+A_TOKENS_0 = 3  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 17
@@ -112,6 +114,11 @@ def _cells(ex, ints, layout, meta):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -246,6 +253,11 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
     s5_1 = 1
     s5_0 = s5_1 * z5_1
     b6 = b5 + s5_0 * z5_0
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     for rv0 in range(0, (-1 + n) + 1):
         rv1 = (rv0 + lev - 1)
         if 0 <= rv1 <= (-1 + n):
@@ -254,6 +266,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                     token_0 = tokens_0[np.uint64(first + rv1)]
                     token_0_1 = tokens_0[np.uint64(first + rv0)]
                     rw0 = read(params, meta, T_1, token_0_1, token_0)
+                    rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                         if 0 <= (1 + rv2) <= (-1 + n):
                             ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -265,7 +278,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                         ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
                                         acc = plus(semiring, acc, rw1 * ru0)
-                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)], acc * rw0 * ru1 * rf)
+                                chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)] = plus(semiring, chart[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)], acc * rw0 * rgv * ru1 * rf)
     for rv0 in range(0, (-1 + n) + 1):
         rv1 = (rv0 + lev - 1)
         if 0 <= rv1 <= (-1 + n):
@@ -274,6 +287,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                     token_0 = tokens_0[np.uint64(first + rv0)]
                     token_0_1 = tokens_0[np.uint64(first + rv1)]
                     rw0 = read(params, meta, T_1, token_0_1, token_0)
+                    rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                     for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                         if 0 <= (1 + rv2) <= (-1 + n):
                             ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -285,7 +299,7 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                                         rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                         ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
                                         acc = plus(semiring, acc, rw1 * ru1)
-                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)], acc * rw0 * ru0 * rf)
+                                chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)] = plus(semiring, chart[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)], acc * rw0 * rgv * ru0 * rf)
     if lev == (n + 2):
         if 0 <= 0 <= (-1 + n):
             if 0 <= (-1 + n) <= (-1 + n):
@@ -294,10 +308,11 @@ def _inside_values_0(ex, ints, layout, meta, params, derived, semiring, chart, l
                     if 0 <= rv0 < n:
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         rw0 = read_hoisted(rt2, 0, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                         ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                         ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                         rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ref)
-                        acc = plus(semiring, acc, rw0 * ru0 * ru1 * rf)
+                        acc = plus(semiring, acc, rw0 * rgv * ru0 * ru1 * rf)
                 chart[np.uint64(b6)] = plus(semiring, chart[np.uint64(b6)], acc * 1.0)
     if 0 <= 1 <= 1:
         rf = np.exp(0.0 - ref)
@@ -420,6 +435,11 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -582,6 +602,11 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -593,7 +618,6 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt2 = table_reader(params, meta, T_0)
-    rpw = n + 1
     posting = post.shape[0] > 0
     counting = dense.shape[0] > 0
     out[np.uint64(b6)] = np.exp(ls[(n + 2)] - log_z)
@@ -673,21 +697,22 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                             if 0 <= rv0 < n:
                                 token_0 = tokens_0[np.uint64(first + rv0)]
                                 rw0 = read_hoisted(rt2, 0, token_0)
+                                rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                                 ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                                 ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                                 rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[lev])
                                 if counting:
                                     cell = ro2 + (token_0) * rr2 + 0
-                                    dense[cell] += roh * rw0 * ru0 * ru1 * rf * weight
+                                    dense[cell] += roh * rw0 * rgv * ru0 * ru1 * rf * weight
                                     if tracked and mark[cell] == 0:
                                         mark[cell] = 1
                                         listed += 1
                                         touched[listed] = cell
                                 if posting:
-                                    rp = roh * rw0 * ru0 * ru1 * rf
+                                    rp = roh * rw0 * rgv * ru0 * ru1 * rf
                                     post[rv0 * rpw + 0] += rp
-                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * ru1 * rf
-                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * ru0 * rf
+                                out[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)] += roh * rw0 * rgv * ru1 * rf
+                                out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)] += roh * rw0 * rgv * ru0 * rf
         for rv0 in range(0, (-1 + n) + 1):
             rv1 = (rv0 + lev - 1)
             if 0 <= rv1 <= (-1 + n):
@@ -696,6 +721,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         token_0 = tokens_0[np.uint64(first + rv0)]
                         token_0_1 = tokens_0[np.uint64(first + rv1)]
                         rw0 = read(params, meta, T_1, token_0_1, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                         roh = out[np.uint64(b5 + (rv0 - lo5_0) * s5_0 + (rv1 - lo5_1) * s5_1)]
                         if roh != 0.0:
                             rm0 = 0.0
@@ -714,15 +740,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 rg += rw1 * ru1
                                                 if counting:
                                                     cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 0) * size_1 + rv3
-                                                    dense[cell] += (roh * rw0 * ru0 * rf) * rw1 * ru1 * weight
+                                                    dense[cell] += (roh * rw0 * rgv * ru0 * rf) * rw1 * ru1 * weight
                                                     if tracked and mark[cell] == 0:
                                                         mark[cell] = 1
                                                         listed += 1
                                                         touched[listed] = cell
-                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * ru0 * rf) * rw1
-                                        rm0 += rg * roh * rw0 * ru0 * rf
-                                        rp += rg * roh * rw0 * ru0 * rf
-                                        rb0 += rg * roh * rw0 * rf
+                                                out[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)] += (roh * rw0 * rgv * ru0 * rf) * rw1
+                                        rm0 += rg * roh * rw0 * rgv * ru0 * rf
+                                        rp += rg * roh * rw0 * rgv * ru0 * rf
+                                        rb0 += rg * roh * rw0 * rgv * rf
                                         out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)] += rb0
                             if posting:
                                 post[rv0 * rpw + rv1 + 1] += rp
@@ -741,6 +767,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         token_0 = tokens_0[np.uint64(first + rv1)]
                         token_0_1 = tokens_0[np.uint64(first + rv0)]
                         rw0 = read(params, meta, T_1, token_0_1, token_0)
+                        rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                         roh = out[np.uint64(b2 + (rv0 - lo2_0) * s2_0 + (rv1 - lo2_1) * s2_1)]
                         if roh != 0.0:
                             rm0 = 0.0
@@ -759,15 +786,15 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                                 rg += rw1 * ru0
                                                 if counting:
                                                     cell = ro0 + (0) * rr0 + ((token_0_1) * size_1 + 1) * size_1 + rv3
-                                                    dense[cell] += (roh * rw0 * ru1 * rf) * rw1 * ru0 * weight
+                                                    dense[cell] += (roh * rw0 * rgv * ru1 * rf) * rw1 * ru0 * weight
                                                     if tracked and mark[cell] == 0:
                                                         mark[cell] = 1
                                                         listed += 1
                                                         touched[listed] = cell
-                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * ru1 * rf) * rw1
-                                        rm0 += rg * roh * rw0 * ru1 * rf
-                                        rp += rg * roh * rw0 * ru1 * rf
-                                        rb1 += rg * roh * rw0 * rf
+                                                out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)] += (roh * rw0 * rgv * ru1 * rf) * rw1
+                                        rm0 += rg * roh * rw0 * rgv * ru1 * rf
+                                        rp += rg * roh * rw0 * rgv * ru1 * rf
+                                        rb1 += rg * roh * rw0 * rgv * rf
                                         out[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)] += rb1
                             if posting:
                                 post[rv1 * rpw + rv0 + 1] += rp
@@ -843,6 +870,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -1005,6 +1037,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                             token_0 = tokens_0[np.uint64(first + rv1)]
                             token_0_1 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read(params, meta, T_1, token_0_1, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv1 * rpw + rv0 + 1)]) if rgiven else 1.0
                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                 if 0 <= (1 + rv2) <= (-1 + n):
                                     ru1 = chart[np.uint64(b4 + ((1 + rv2) - lo4_0) * s4_0 + (rv1 - lo4_1) * s4_1)]
@@ -1014,7 +1047,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                             if 0 <= rv3 <= 1:
                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 1) * size_1 + rv3, 0)
                                                 ru0 = chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1 + (rv3 - lo0_2) * s0_2)]
-                                                term = rw0 * rw1 * ru0 * ru1 * rf
+                                                term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                 if _better(sampling, term, best, u):
                                                     best = term
                                                     u -= term if sampling else 0.0
@@ -1186,6 +1219,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             token_0_1 = tokens_0[np.uint64(first + rv1)]
                             rw0 = read(params, meta, T_1, token_0_1, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv0 * rpw + rv1 + 1)]) if rgiven else 1.0
                             for rv2 in range(max(0, rv0), min((-1 + n), (-1 + rv1)) + 1):
                                 if 0 <= (1 + rv2) <= (-1 + n):
                                     ru0 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv2 - lo1_1) * s1_1)]
@@ -1195,7 +1229,7 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                             if 0 <= rv3 <= 1:
                                                 rw1 = read(params, meta, T_2, ((token_0_1) * size_1 + 0) * size_1 + rv3, 0)
                                                 ru1 = chart[np.uint64(b3 + ((1 + rv2) - lo3_0) * s3_0 + (rv1 - lo3_1) * s3_1 + (rv3 - lo3_2) * s3_2)]
-                                                term = rw0 * rw1 * ru0 * ru1 * rf
+                                                term = rw0 * rw1 * rgv * ru0 * ru1 * rf
                                                 if _better(sampling, term, best, u):
                                                     best = term
                                                     u -= term if sampling else 0.0
@@ -1245,10 +1279,11 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                         if 0 <= rv0 < n:
                             token_0 = tokens_0[np.uint64(first + rv0)]
                             rw0 = read_hoisted(rt2, 0, token_0)
+                            rgv = float(rgf[np.uint64(rgo + rv0 * rpw + 0)]) if rgiven else 1.0
                             ru0 = chart[np.uint64(b4 + (0 - lo4_0) * s4_0 + (rv0 - lo4_1) * s4_1)]
                             ru1 = chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + ((-1 + n) - lo1_1) * s1_1)]
                             rf = np.exp(ls[np.uint64((1 + rv0 - 0))] + ls[np.uint64((1 + (-1 + n) - rv0))] - ls[hl])
-                            term = rw0 * ru0 * ru1 * rf
+                            term = rw0 * rgv * ru0 * ru1 * rf
                             if _better(sampling, term, best, u):
                                 best = term
                                 u -= term if sampling else 0.0
@@ -1340,6 +1375,11 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     b7 = b6 + 1
     cells = b7
 
+    rpw = n + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_2 + TABLE_OFFSET]
     rr0 = meta[T_2 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]

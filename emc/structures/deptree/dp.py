@@ -88,8 +88,13 @@ def _sentence(root, attach, stop, n):
     ints[0], ints[1] = 0, n
     for h in range(n):
         ints[2 + h] = h
-    layout = np.empty(3, np.int64)
-    layout[0], layout[1], layout[2] = 0, 2, 2 + n
+    # array a is ints[layout[a]:layout[a + 1]]: the offsets, the tokens, the others (a given tree's) empty
+    layout = np.empty(len(chart.ARRAYS) + 1, np.int64)
+    end = 0
+    for a in range(len(chart.ARRAYS)):
+        layout[a] = end
+        end += 2 if a == chart.A_OFFSETS else n if a == chart.A_TOKENS_0 else 0
+    layout[len(chart.ARRAYS)] = end
     meta = np.zeros(chart.META_SIZE, np.int64)
     meta[chart.M_SIZE_0], meta[chart.M_SIZE_1] = n, 2
     attach_at, stop_at = n, n + n * n

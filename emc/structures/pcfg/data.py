@@ -13,9 +13,9 @@ import numpy as np
 from emc.eval.brackets import bracket_scores
 from emc.io.corpus import Corpus
 from emc.io.vocab import Vocabulary
-from emc.spec.errors import DataError
 from emc.spec.model import CheckedModel
 from emc.structures.rules.evaluation import derivation
+from emc.structures.rules.given import given_arrays
 from emc.structures.rules.program import decoded_size
 from emc.structures.spantree.data import (DECODE_OPTIONS, FIT_OPTIONS, FORMAT_HELP, FORMATS,  # noqa: F401
                                           format_posterior, read)
@@ -27,9 +27,11 @@ def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
 
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
          options: dict[str, Any], vocabs: dict[str, Vocabulary], frozen: dict[str, int] | None) -> dict[str, np.ndarray]:
-    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
-        raise DataError(corpus.path, None, "the labeled span tree does not take labeled examples (--labeled) yet")
-    return {"offsets": corpus.fields[model.binding.observed["x"]].offsets.astype(np.int32)}
+    """offsets, and the labeled examples' brackets, which their trees' spans may not cross
+    (emc/structures/rules/given.py: a partially bracketed corpus)."""
+    field = corpus.fields[model.binding.observed["x"]]
+    return {"offsets": field.offsets.astype(np.int32),
+            **given_arrays(model.code_model.structure.program, corpus, field.lengths(), args)}
 
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:

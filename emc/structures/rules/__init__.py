@@ -87,6 +87,14 @@ def posterior_kind(program: Program) -> str | None:
     return "segments" if span_attributes(program) else None
 
 
+def takes_given(program: Program) -> bool:
+    """Whether an example may come with its structure given (--labeled, semi-supervised EM): the
+    structure is then read from the gold the input carries, through what the parts declare
+    (emc/structures/rules/given.py): each dependent's head, the brackets a tree's spans may not
+    cross, or the words of a segmentation."""
+    return posterior_kind(program) in ("attaches", "spans", "segments")
+
+
 def label_bounds(program: Program) -> list:
     """The largest label (an expression in the arguments; None if unbounded) of each labeling part."""
     return [space_of(program, rule, rule.label[3])[1] for rule in program.parts if rule.label is not None]

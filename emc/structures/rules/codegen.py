@@ -10,14 +10,14 @@ attributes (an index expression, or a token read at one).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from emc.spec.model import CheckedModel, ResolvedAttr
 from emc.spec.structure import Binding
 from emc.structures.rules.emit import (Names, Nest, Step, Sum, build_nest, ordered_product, cell_code, index, layout_code, level_code, needs_of,
-                                       moving_locals, product, render_nest, split_product)
+                                       moving_locals, part_place, product, render_nest, split_product)
 from emc.structures.rules.program import N, Program, Rule, arity_bound, closure, parts_per_level
-from emc.structures.rules import label_bounds, posterior_kind
+from emc.structures.rules import label_bounds, posterior_kind, takes_given
 from emc.structures.rules.spans import span_attributes
 from emc.structures.rules.contraction import Contractions, contract_inside, contract_outside, contraction_of
 from emc.structures.rules.lanes import BATCH_MIN, LANES, NotLaneable, check_reads, dtype, lanes_inside, lanes_outside
@@ -33,8 +33,11 @@ SHRINK_MOST = 1e300
 
 def arrays(binding: Binding) -> list[str]:
     """offsets: example boundaries in the token arrays; with span attributes (`x[i:j]`), spans and
-    span_length (emc/structures/rules/spans.py)."""
-    return ["offsets"] + (["spans", "span_length"] if span_attributes(_program(binding)) else [])
+    span_length (emc/structures/rules/spans.py); for a program whose examples may come with
+    their structure given, given_start and given_flags (emc/structures/rules/given.py)."""
+    program = _program(binding)
+    return (["offsets"] + (["spans", "span_length"] if span_attributes(program) else [])
+            + (["given_start", "given_flags"] if takes_given(program) else []))
 
 
 def _program(binding: Binding) -> Program:
@@ -85,6 +88,12 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     if span_attributes(program):
         prologue += ["rspans = array(ints, layout, A_SPANS)", "rspan_max = array(ints, layout, A_SPAN_LENGTH)[0]"]
     prologue += layout_code(names)
+    # an example's own locals (ex is bound: the one-example passes): whether its structure is given
+    example_prologue = [f"rpw = {posterior_width_code(names)}"]
+    if takes_given(program):
+        names.given = True
+        example_prologue += ["rgb = array(ints, layout, A_GIVEN_START)", "rgf = array(ints, layout, A_GIVEN_FLAGS)",
+                             "rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0", "rgo = rgb[ex] if rgiven else 0"]
     reads = context["slots"]
     tokens = context["token_reads"]
     table_locals = [line for q, table in enumerate(tables)
@@ -99,7 +108,7 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
     preamble = ["offsets = array(ints, layout, A_OFFSETS)", "first = offsets[ex]", "n = offsets[ex + 1] - first",
                 *(f"{local} = meta[{const}]" for local, const, _space in context["sizes"]),
                 *(f"{local} = array(ints, layout, {const})" for local, const, _name in context["token_arrays"]),
-                *prologue, *table_locals]
+                *prologue, *example_prologue, *table_locals]
     inside, inside_functions = _inside(names, reads, tokens, preamble)
     return {
         "rule_lanes": lanes is not None and LANES,
@@ -108,6 +117,8 @@ def extra_context(model: CheckedModel, context: dict) -> dict:
         "rule_lanes_inside": readers + lanes[0] if lanes else [],
         "rule_lanes_outside": readers + lanes[1] if lanes else [],
         "rule_prologue": prologue,
+        "rule_example_prologue": example_prologue,
+        "rule_given": takes_given(program),
         "rule_inside": readers + inside,
         "rule_inside_functions": inside_functions,
         "rule_goal": _goal(names),
@@ -316,6 +327,7 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
     contraction); None for others, or when the lanes cannot share a pass."""
     if names.program.kind != "last":
         return None
+    names = replace(names, given=False)  # an example whose structure is given goes one by one
     contractions = Contractions()
     try:
         products = ["rsaved"] + [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
@@ -411,7 +423,7 @@ def _outside_pieces(names: Names, reads: dict, tokens: dict, lanes: Contractions
     weight multiplies the goal's outside (so every count holds it) instead of each count."""
     program, batched = names.program, lanes is not None
     weight = "" if batched else " * weight"
-    lines = [f"rpw = {posterior_width_code(names)}", "posting = post.shape[0] > 0"] if not batched else []
+    lines = ["posting = post.shape[0] > 0"] if not batched else []
     lines += ["counting = dense.shape[0] > 0"]
     local_counts = _local_count_tables(names, reads)
     lines += [f"rsc{q} = np.zeros(rr{q} * meta[{names.tables[q]} + TABLE_OUTCOMES])" for q in local_counts]
@@ -526,35 +538,14 @@ def _outside_count(names: Names, read, value: str, weight: str = " * weight") ->
 
 
 def _posterior_lines(names: Names, rule: Rule) -> tuple[set[str], list[str]] | None:
-    """What a part's marginal `rp` adds to the posteriors (emc/structures/rules/__init__.py:
-    posterior_kind): to its label at the token it labels, or at each token of the span it labels;
-    to its head at the dependent it attaches; to the span its head covers, or the one its word
-    reads. None for a part that does none of these; else the locals the lines need and the lines."""
-    kind = posterior_kind(names.program)
-    if kind == "labels" and rule.label is not None:
-        _, start, end, variable = rule.label
-        label = names.var(rule, variable)
-        first = names.lin(start, rule)
-        if end is None:
-            return needs_of(f"{first} {label}"), [f"post[{first} * rpw + {label}] += rp"]
-        last = names.lin(end, rule)
-        return needs_of(f"{first} {last} {label}"), [f"for rq in range({first}, {last}):",
-                                                     f"    post[rq * rpw + {label}] += rp"]
-    if kind == "attaches" and rule.attach is not None:
-        dependent, head = rule.attach
-        at = names.lin(dependent, rule)
-        column = "0" if head is None else f"{names.lin(head, rule)} + 1"
-        return needs_of(f"{at} {column}"), [f"post[{at} * rpw + {column}] += rp"]
-    spans = [a for a in rule.where if a.kind == "span"]
-    if kind == "segments" and spans:  # the span its word reads, at its start and length
-        i, j = names.lin(spans[0].index, rule), names.lin(spans[0].end, rule)
-        return needs_of(f"{i} {j}"), [f"post[({i}) * rspan_max + ({j}) - ({i}) - 1] += rp"]
-    positions = names.program.items[rule.head.name].positions
-    if kind == "spans" and len(positions) == 2:
-        # the part builds its head's span (i, j): its place among the non-empty spans, by start then end
-        i, j = (names.lin(rule.head.args[d], rule) for d in positions)
-        return needs_of(f"{i} {j}"), [f"post[({i}) * n - (({i}) * ({i} - 1)) // 2 + ({j}) - ({i}) - 1] += rp"]
-    return None
+    """What a part's marginal `rp` adds to the posteriors, at its place (emit.part_place); None for
+    a part that has none; else the locals the lines need and the lines."""
+    place = part_place(names, rule)
+    if place is None:
+        return None
+    if place.over is not None:
+        return place.needs, [f"for rq in {place.over}:", f"    post[{place.index}] += rp"]
+    return place.needs, [f"post[{place.index}] += rp"]
 
 
 def posterior_width_code(names: Names) -> str:

@@ -22,9 +22,10 @@ from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
 from emc.structures.posteriors import format_segment_posteriors, format_span_posteriors, format_token_posteriors
-from emc.structures.rules import posterior_kind, posterior_size
+from emc.structures.rules import posterior_kind, posterior_size, takes_given
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
+from emc.structures.rules.given import given_arrays
 from emc.structures.rules.program import decoded_size
 from emc.structures.rules.spans import pack_spans
 from emc.structures.segmentation import data as segmentation_data
@@ -91,12 +92,14 @@ def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
 
 def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict[str, list[str]],
          options: dict[str, Any], vocabs: dict[str, Vocabulary], frozen) -> dict[str, np.ndarray]:
-    """offsets of the examples, and the span ids of the program's `x[i:j]` attributes."""
-    if corpus.labeled_mask is not None and corpus.labeled_mask.any():
-        raise DataError(corpus.path, None, "a structure written as rules does not take labeled examples yet")
+    """offsets of the examples, the span ids of the program's `x[i:j]` attributes, and the given
+    structures of the labeled examples (emc/structures/rules/given.py)."""
     field = corpus.fields[_observed(model)]
     arrays = {"offsets": field.offsets.astype(np.int32)}
     arrays.update(pack_spans(model, field, args, vocabs, frozen))
+    given = given_arrays(model.structure.program, corpus, field.lengths(), args)  # refused where none can be
+    if takes_given(model.structure.program):
+        arrays.update(given)
     return arrays
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from emc.spec import ir
+from emc.structures.rules import posterior_kind
 from emc.structures.rules.program import N, Program, Rule
 
 LOCAL = re.compile(r"\brv\d+\b")
@@ -37,6 +38,9 @@ class Names:
     tables: list[str] = field(default_factory=list)  # the tables' constants the program reads
     small: list[str] = field(default_factory=list)  # those prepare() writes out, in its order
     bounded_rows: list[str] = field(default_factory=list)  # the others whose rows are few: read via a table_reader
+    # whether an example's structure may be given (emc/structures/rules/given.py): each part with a
+    # place among the posteriors is then also scored by its place's flag (`rgv`), 1 when not given
+    given: bool = False
 
     def item(self, name: str) -> int:
         return list(self.program.items).index(name)
@@ -187,6 +191,10 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
         tokens = {t for t in token_locals if re.search(rf"\b{re.escape(t)}\b", text)}
         steps.append(Step(f"{local} = {code}", needs_of(text) | tokens, "let"))
         nest.factors.append(local)
+    place = part_place(names, rule) if names.given and rule.kind == "part" else None
+    if place is not None and place.over is None:
+        steps.append(Step(f"rgv = float(rgf[{index('rgo + ' + place.index)}]) if rgiven else 1.0", place.needs, "let"))
+        nest.factors.append("rgv")
     levels = []
     for q, ref in enumerate(rule.body):
         cell = cell_code(names, ref, rule)
@@ -199,6 +207,47 @@ def build_nest(names: Names, rule: Rule, reads: list, token_reads: list, head_bo
     nest.head_cell = cell_code(names, rule.head, rule)
     nest.product = nest.factors + nest.bodies + ["rf"]
     return nest
+
+
+@dataclass
+class Place:
+    """Where a part's marginal goes among an example's posteriors: the index code, what it needs
+    bound, and for a label over a span of tokens the range of `rq` it runs over (one place a token)."""
+
+    needs: set[str]
+    index: str
+    over: str | None = None
+
+
+def part_place(names: Names, rule: Rule) -> Place | None:
+    """A part's place among the posteriors (emc/structures/rules/__init__.py: posterior_kind),
+    which is also where a given structure says whether the part may fire: its label at the token
+    it labels (or each token of the span it labels); its head at the dependent it attaches (the
+    root first); the span its head covers, by start then end; or the word it reads, by start then
+    length. None for a part that does none of these."""
+    kind = posterior_kind(names.program)
+    if kind == "labels" and rule.label is not None:
+        _, start, end, variable = rule.label
+        label = names.var(rule, variable)
+        first = names.lin(start, rule)
+        if end is None:
+            return Place(needs_of(f"{first} {label}"), f"{first} * rpw + {label}")
+        last = names.lin(end, rule)
+        return Place(needs_of(f"{first} {last} {label}"), f"rq * rpw + {label}", f"range({first}, {last})")
+    if kind == "attaches" and rule.attach is not None:
+        dependent, head = rule.attach
+        at = names.lin(dependent, rule)
+        column = "0" if head is None else f"{names.lin(head, rule)} + 1"
+        return Place(needs_of(f"{at} {column}"), f"{at} * rpw + {column}")
+    spans = [a for a in rule.where if a.kind == "span"]
+    if kind == "segments" and spans:
+        i, j = names.lin(spans[0].index, rule), names.lin(spans[0].end, rule)
+        return Place(needs_of(f"{i} {j}"), f"({i}) * rspan_max + ({j}) - ({i}) - 1")
+    positions = names.program.items[rule.head.name].positions
+    if kind == "spans" and len(positions) == 2:
+        i, j = (names.lin(rule.head.args[d], rule) for d in positions)
+        return Place(needs_of(f"{i} {j}"), f"({i}) * n - (({i}) * ({i} - 1)) // 2 + ({j}) - ({i}) - 1")
+    return None
 
 
 def _contiguous_variable(names: Names, rule: Rule, reads: list, order: list[str]) -> str | None:
