@@ -51,7 +51,6 @@ class SymmetricProjection:
         self.x = np.zeros(int(self.x_at[-1]))
         for d in self.directions:
             d.executor.example_projection.inside = False  # bijectivity's duals are solved here
-            d.executor.example_projection.link_shifts = (self.shift_at, np.zeros(int(self.shift_at[-1])))
         # both directions on this machine: each evaluation is one compiled pass over the pairs
         self.here = all(d.executor.in_process for d in self.directions)
         self.max_esteps = max_esteps
@@ -76,6 +75,7 @@ class SymmetricProjection:
         to it. Returns each pair's f at the solution (log p(x) - KL of both directions)."""
         n = self.n_examples
         every = np.arange(n, dtype=np.int64)
+        self._carry_shifts()
         x, f, grad = np.zeros_like(self.x), np.empty(n), np.empty_like(self.x)
         before = self._evaluate(params, every, x, f, grad)
         gap, over = before[0].copy(), before[1].copy()  # at each pair's current x
@@ -111,6 +111,13 @@ class SymmetricProjection:
         self._shift(every, x)  # the link shifts of the solution, for the E-step or decoding that follows
         self._record(before, (gap, over), start - f, esteps)
         return f
+
+    def _carry_shifts(self) -> None:
+        """Both directions' E-steps read link shifts from the first projection on: before it
+        (IBM 1's start) they are all zero, and the glue multiplies no score by exp(0)."""
+        for d in self.directions:
+            if d.executor.example_projection.link_shifts is None:
+                d.executor.example_projection.link_shifts = (self.shift_at, np.zeros(int(self.shift_at[-1])))
 
     def _accept(self, pairs: np.ndarray, source: tuple, target: tuple) -> None:
         """The pairs' (x, gradient, f, disagreement, excess) of source into target."""
@@ -197,9 +204,8 @@ class SymmetricProjection:
 
     def _data(self, direction, params) -> tuple:
         """What the compiled evaluation reads of a direction: its posterior pass (the glue's
-        posterior_shifted), data, parameters, derived vector
-        (prepare's numbers and the link shifts, which the evaluation writes into) and where the
-        shifts start in it."""
+        posterior_shifted), data, parameters, derived vector (prepare's numbers and the link
+        shifts, which the evaluation writes into) and where the shifts start in it."""
         p = direction.problem
         derived = direction.executor.prepare(params)
         return (p.model.module.posterior_shifted, p.ints, p.array_bounds, p.meta, params.abi(), derived,
