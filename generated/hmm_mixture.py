@@ -25,9 +25,11 @@ ITEM_WIDTH = 4  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 12  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'tokens:x', )
+ARRAYS = ('offsets', 'given_start', 'given_flags', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_0 = 1  # tokens:x
+A_GIVEN_START = 1
+A_GIVEN_FLAGS = 2
+A_TOKENS_0 = 3  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 21
@@ -80,6 +82,10 @@ def _cells(ex, ints, layout, meta):
     cells = b3
 
     rpw = (-1 + ra1) + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -115,6 +121,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     cells = b3
 
     rpw = (-1 + ra1) + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -172,12 +182,13 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv2)]) if rgiven else 1.0
                                 acc = 0.0
                                 for rv3 in range(0, ra1 + 1):
                                     rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                     ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
                                     acc = plus(semiring, acc, rw0 * ru0)
-                                chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)], acc * rw1 * rf)
+                                chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)] = plus(semiring, chart[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)], acc * rw1 * rgv * rf)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
@@ -256,6 +267,10 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     cells = b3
 
     rpw = (-1 + ra1) + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -300,6 +315,7 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv2)]) if rgiven else 1.0
                                 roh = out[np.uint64(b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2)]
                                 if roh != 0.0:
                                     rm1 = 0.0
@@ -309,10 +325,10 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                         rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                         ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
                                         rg += rw0 * ru0
-                                        rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += (roh * rw1 * rf) * ru0
-                                        out[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)] += (roh * rw1 * rf) * rw0
-                                    rm1 += rg * roh * rw1 * rf
-                                    rp += rg * roh * rw1 * rf
+                                        rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += (roh * rw1 * rgv * rf) * ru0
+                                        out[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)] += (roh * rw1 * rgv * rf) * rw0
+                                    rm1 += rg * roh * rw1 * rgv * rf
+                                    rp += rg * roh * rw1 * rgv * rf
                                     if posting:
                                         post[(-1 + rv0) * rpw + rv2] += rp
                                     if counting:
@@ -386,6 +402,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     cells = b3
 
     rpw = (-1 + ra1) + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -470,11 +490,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 if 0 <= rv2 <= ra1:
                                     token_0 = tokens_0[np.uint64(first + (-1 + rv0))]
                                     rw1 = read_hoisted(rt2, (rv2) * size_0 + rv1, token_0)
+                                    rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv2)]) if rgiven else 1.0
                                     rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[hl])
                                     for rv3 in range(0, ra1 + 1):
                                         rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                         ru0 = chart[np.uint64(b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2)]
-                                        term = rw0 * rw1 * ru0 * rf
+                                        term = rw0 * rw1 * rgv * ru0 * rf
                                         if _better(sampling, term, best, u):
                                             best = term
                                             u -= term if sampling else 0.0
@@ -587,6 +608,10 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     cells = b3
 
     rpw = (-1 + ra1) + 1
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_1 + TABLE_OFFSET]
@@ -1147,13 +1172,26 @@ def estep_batch(examples, ints, layout, meta, params, derived, weights, counts, 
         group = order[start:stop]
         start = stop
         done = False
-        if n > 0 and group.shape[0] > 1:
+        if n > 0 and group.shape[0] > 1 and not _any_given(examples, group, ints, layout):
             done = _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weights, counts, log_z)
         if not done:
             for b in range(group.shape[0]):
                 deferred[left] = group[b]
                 left += 1
     return left
+
+
+@njit(cache=True)
+def _any_given(examples, group, ints, layout):
+    """Whether an example of the group comes with its structure given: its passes read its own
+    flags, which lanes do not share."""
+    given = array(ints, layout, A_GIVEN_START)
+    if given.shape[0] == 0:
+        return False
+    for b in range(group.shape[0]):
+        if given[examples[group[b]]] >= 0:
+            return True
+    return False
 
 
 @njit(cache=True)

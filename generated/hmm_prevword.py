@@ -24,10 +24,12 @@ ITEM_WIDTH = 3  # an item on the read-back stack: its type, then its indices
 PARTS_PER_LEVEL = 8  # the most parts a derivation holds per chart level
 
 # Packed arrays: array a is ints[layout[a]:layout[a + 1]].
-ARRAYS = ('offsets', 'tokens:x.suffix(2)', 'tokens:x', )
+ARRAYS = ('offsets', 'given_start', 'given_flags', 'tokens:x.suffix(2)', 'tokens:x', )
 A_OFFSETS = 0
-A_TOKENS_0 = 1  # tokens:x.suffix(2)
-A_TOKENS_1 = 2  # tokens:x
+A_GIVEN_START = 1
+A_GIVEN_FLAGS = 2
+A_TOKENS_0 = 3  # tokens:x.suffix(2)
+A_TOKENS_1 = 4  # tokens:x
 
 # Meta slots, filled by emc from the data; a table's slots are offset, row offset, rows, outcomes, index.
 META_SIZE = 19
@@ -74,6 +76,10 @@ def _cells(ex, ints, layout, meta):
     cells = b2
 
     rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     return cells
 
 
@@ -105,6 +111,10 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
     cells = b2
 
     rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -144,7 +154,8 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                     for rv0 in range(0, (-1 + ra0) + 1):
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rw1 = read_hoisted(rt1, rv0, token_1)
-                        chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)], rf * rw0 * rw1)
+                        rgv = float(rgf[np.uint64(rgo + 0 * rpw + rv0)]) if rgiven else 1.0
+                        chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)], rf * rw0 * rw1 * rgv)
         rv0 = (lev - 1)
         if max(0, 2) <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
@@ -159,7 +170,8 @@ def _inside(ex, ints, layout, meta, params, derived, semiring, chart, ls):
                                 for rv1 in range(0, (-1 + ra0) + 1):
                                     rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
                                     rw1 = read_hoisted(rt1, rv1, token_1)
-                                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], (ru0 * rf) * rw0 * rw1)
+                                    rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv1)]) if rgiven else 1.0
+                                    chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)] = plus(semiring, chart[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)], (ru0 * rf) * rw0 * rw1 * rgv)
         if lev == (n + 2):
             if 0 <= n <= n:
                 rf = np.exp(ls[np.uint64((1 + n))] - ref)
@@ -222,6 +234,10 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
     cells = b2
 
     rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -265,24 +281,25 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                                 for rv1 in range(0, (-1 + ra0) + 1):
                                     rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
                                     rw1 = read_hoisted(rt1, rv1, token_1)
+                                    rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv1)]) if rgiven else 1.0
                                     roh = out[np.uint64(b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1)]
-                                    rg += roh * rw0 * rw1
+                                    rg += roh * rw0 * rw1 * rgv
                                     if counting:
                                         cell = ro2 + (rv1) * rr2 + (rv2) * size_1 + token_0
-                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * weight
+                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * rgv * weight
                                         if tracked and mark[cell] == 0:
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
                                     if counting:
                                         cell = ro1 + (token_1) * rr1 + rv1
-                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * weight
+                                        dense[cell] += (ru0 * rf) * roh * rw0 * rw1 * rgv * weight
                                         if tracked and mark[cell] == 0:
                                             mark[cell] = 1
                                             listed += 1
                                             touched[listed] = cell
                                     if posting:
-                                        rp = (ru0 * rf) * roh * rw0 * rw1
+                                        rp = (ru0 * rf) * roh * rw0 * rw1 * rgv
                                         post[(-1 + rv0) * rpw + rv1] += rp
                                 rb0 += rg * rf
                                 out[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)] += rb0
@@ -294,17 +311,18 @@ def _outside(ex, ints, layout, meta, params, derived, chart, ls, out, log_z, wei
                     for rv0 in range(0, (-1 + ra0) + 1):
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rw1 = read_hoisted(rt1, rv0, token_1)
+                        rgv = float(rgf[np.uint64(rgo + 0 * rpw + rv0)]) if rgiven else 1.0
                         roh = out[np.uint64(b0 + (1 - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1)]
-                        rsc0[np.uint64((rv0) * rr0 + 0)] += rf * roh * rw1
+                        rsc0[np.uint64((rv0) * rr0 + 0)] += rf * roh * rw1 * rgv
                         if counting:
                             cell = ro1 + (token_1) * rr1 + rv0
-                            dense[cell] += rf * roh * rw0 * rw1 * weight
+                            dense[cell] += rf * roh * rw0 * rw1 * rgv * weight
                             if tracked and mark[cell] == 0:
                                 mark[cell] = 1
                                 listed += 1
                                 touched[listed] = cell
                         if posting:
-                            rp = rf * roh * rw0 * rw1
+                            rp = rf * roh * rw0 * rw1 * rgv
                             post[0 * rpw + rv0] += rp
     if counting:
         for rsq in range(rsc0.shape[0]):
@@ -342,6 +360,10 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
     cells = b2
 
     rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]
@@ -387,8 +409,9 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                             token_1 = tokens_1[np.uint64(first + 0)]
                             rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                             rw1 = read_hoisted(rt1, rv0, token_1)
+                            rgv = float(rgf[np.uint64(rgo + 0 * rpw + rv0)]) if rgiven else 1.0
                             rf = np.exp(0.0 - ls[hl])
-                            term = rw0 * rw1 * rf
+                            term = rw0 * rw1 * rgv * rf
                             if _better(sampling, term, best, u):
                                 best = term
                                 u -= term if sampling else 0.0
@@ -406,11 +429,12 @@ def _readback(ex, ints, layout, meta, params, derived, chart, ls, sampling, part
                                 token_0 = tokens_0[np.uint64(first + (-2 + rv0))]
                                 token_1 = tokens_1[np.uint64(first + (-1 + rv0))]
                                 rw1 = read_hoisted(rt1, rv1, token_1)
+                                rgv = float(rgf[np.uint64(rgo + (-1 + rv0) * rpw + rv1)]) if rgiven else 1.0
                                 rf = np.exp(ls[np.uint64((1 + (-1 + rv0)))] - ls[hl])
                                 for rv2 in range(0, (-1 + ra0) + 1):
                                     rw0 = read(params, meta, T_1, (rv2) * size_1 + token_0, rv1)
                                     ru0 = chart[np.uint64(b0 + ((-1 + rv0) - lo0_0) * s0_0 + (rv2 - lo0_1) * s0_1)]
-                                    term = rw0 * rw1 * ru0 * rf
+                                    term = rw0 * rw1 * rgv * ru0 * rf
                                     if _better(sampling, term, best, u):
                                         best = term
                                         u -= term if sampling else 0.0
@@ -503,6 +527,10 @@ def _part_counts(ex, ints, layout, meta, derived, parts, count, value, counts):
     cells = b2
 
     rpw = max((-1 + ra0) + 1, (-1 + ra0) + 1)
+    rgb = array(ints, layout, A_GIVEN_START)
+    rgf = array(ints, layout, A_GIVEN_FLAGS)
+    rgiven = rgb.shape[0] > 0 and rgb[ex] >= 0
+    rgo = rgb[ex] if rgiven else 0
     ro0 = meta[T_0 + TABLE_OFFSET]
     rr0 = meta[T_0 + TABLE_ROWS]
     ro1 = meta[T_2 + TABLE_OFFSET]

@@ -1,7 +1,8 @@
 """Examples given with their structure (--labeled, semi-supervised EM) for structures written as
 rules and the built-ins restated as rules: a labeled example's E-step, hard-EM counts and
 decoder equal brute force over the enumerated derivations that agree with its gold, and its
-unlabeled copy keeps every derivation: the heads its parts attach (rules/dmv.em, PTB trees), the
+unlabeled copy keeps every derivation: the tags its parts give tokens (rules/chain.em, CoNLL;
+the labels named by the tags, their number the states), the heads its parts attach (rules/dmv.em, PTB trees), the
 spans of a tree built by span width crossing no gold bracket (rules/pcfg.em and the built-in
 pcfg.em, a partially bracketed corpus), the words a segmentation reads (rules/segment.em, gold
 spaces). A program whose parts declare none of these refuses labeled examples, saying why."""
@@ -46,6 +47,14 @@ def _heads(program, form, n: int, args: dict) -> tuple[int, ...]:
     return tuple(heads)
 
 
+def _tags(program, form, n: int, args: dict) -> tuple[int, ...]:
+    tags = [-1] * n
+    for rule, env in _firings(program, form, n, args):
+        if rule.label is not None:
+            tags[evaluate(rule.label[1], env)] = env[rule.label[3]]
+    return tuple(tags)
+
+
 def _head_spans(program, form, n: int, args: dict) -> set[tuple[int, int]]:
     spans = set()
     for rule, env in _firings(program, form, n, args):
@@ -74,6 +83,9 @@ def _agree(problem, example: int, form) -> bool:
     program = problem.model.checked.code_model.structure.program
     n = int(problem.corpus.lengths()[example])
     gold = problem.corpus.gold
+    if any(rule.label is not None for rule in program.parts):  # a tag per token, named by the labels
+        names = problem.labels[next(iter(problem.labels))]
+        return _tags(program, form, n, problem.args) == tuple(names.index(t) for t in gold["tags"].tokens(example))
     if "heads" in gold and any(rule.attach is not None for rule in program.parts):
         return _heads(program, form, n, problem.args) == tuple(gold["heads"][example])
     if program.kind == "width":
@@ -82,7 +94,9 @@ def _agree(problem, example: int, form) -> bool:
     return _words(program, form, n, problem.args) == set(zip(starts[:-1], starts[1:]))
 
 
+TAGGED = ["a X\nb Y\na X\n", "b Y\nb X\n", "a Y\nc X\nb Y\n"]
 CASES = [
+    ("rules/chain.em", TAGGED, {"format": "conll", "gold_column": 2}, {}),
     ("rules/dmv.em", TREES, {"format": "ptb"}, {}),
     ("rules/pcfg.em", TREES, {"format": "ptb"}, {"labels": 2}),
     ("rules/segment.em", ["ab c", "a bca", "abc"], {"gold_spaces": True}, {"maxlen": 3}),
@@ -117,5 +131,5 @@ def test_the_built_in_pcfg_takes_a_partially_bracketed_corpus(tmp_path):
 
 
 def test_a_program_declaring_no_structure_to_give_refuses_labeled_examples(tmp_path):
-    with pytest.raises(DataError, match="label tokens"):
+    with pytest.raises(DataError, match="label spans of tokens"):
         _problem(tmp_path, "hsmm.em", ["a b", "b a"], {}, {"classes": 2, "maxlen": 2})

@@ -31,7 +31,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     (emc/structures/rules/given.py: a partially bracketed corpus)."""
     field = corpus.fields[model.binding.observed["x"]]
     return {"offsets": field.offsets.astype(np.int32),
-            **given_arrays(model.code_model.structure.program, corpus, field.lengths(), args)}
+            **given_arrays(model.code_model.structure.program, corpus, field.lengths(), args, labels)}
 
 
 def decoded_length(corpus: Corpus, model: CheckedModel) -> np.ndarray:

@@ -90,9 +90,26 @@ def posterior_kind(program: Program) -> str | None:
 def takes_given(program: Program) -> bool:
     """Whether an example may come with its structure given (--labeled, semi-supervised EM): the
     structure is then read from the gold the input carries, through what the parts declare
-    (emc/structures/rules/given.py): each dependent's head, the brackets a tree's spans may not
-    cross, or the words of a segmentation."""
-    return posterior_kind(program) in ("attaches", "spans", "segments")
+    (emc/structures/rules/given.py): each token's tag, each dependent's head, the brackets a
+    tree's spans may not cross, or the words of a segmentation."""
+    kind = posterior_kind(program)
+    return kind in ("attaches", "spans", "segments") or (kind == "labels" and tag_argument(program) is not None)
+
+
+def tag_argument(program: Program) -> str | None:
+    """The argument that counts the labels, when every labeling part labels one token with a
+    variable ranging over 0..A-1 for one argument A (`states` of a chain): a corpus's tags can
+    then name the labels, A becoming their number, as a tag dictionary names a chain's states."""
+    parts = [rule for rule in program.parts if rule.label is not None]
+    if not parts or any(rule.label[2] is not None for rule in parts):
+        return None
+    bounds = {(bound.terms, bound.const) if bound is not None else None for bound in label_bounds(program)}
+    if len(bounds) != 1 or None in bounds:
+        return None
+    terms, const = bounds.pop()
+    if const != -1 or len(terms) != 1 or terms[0][1] != 1 or terms[0][0] not in program.defaults:
+        return None
+    return terms[0][0]
 
 
 def label_bounds(program: Program) -> list:

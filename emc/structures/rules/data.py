@@ -22,7 +22,7 @@ from emc.spec.errors import DataError, EmcError
 from emc.spec.model import CheckedModel
 from emc.structures.chain import data as chain_data
 from emc.structures.posteriors import format_segment_posteriors, format_span_posteriors, format_token_posteriors
-from emc.structures.rules import posterior_kind, posterior_size, takes_given
+from emc.structures.rules import posterior_kind, posterior_size, tag_argument, takes_given
 from emc.structures.rules import space_sizes as rule_space_sizes
 from emc.structures.rules.evaluation import derivation, evaluate_derivations
 from emc.structures.rules.given import given_arrays
@@ -86,6 +86,19 @@ def _read_ptb(x: str, path: str, options: dict[str, Any], vocabs: dict[str, Voca
     return corpus
 
 
+def named_values(model: CheckedModel, options: dict[str, Any], corpus: Corpus) -> dict[str, list[str]]:
+    """A tagging program's labels named by the labeled examples' tags, their number its argument
+    (rules/__init__.py: tag_argument): {argument: the tags}, as a chain's states are named."""
+    argument = tag_argument(model.structure.program)
+    tags = corpus.gold.get("tags")
+    if argument is None or tags is None or corpus.labeled_mask is None or not corpus.labeled_mask.any():
+        return {}
+    names: set[str] = set()
+    for ex in np.flatnonzero(corpus.labeled_mask).tolist():
+        names.update(tags.tokens(ex))
+    return {argument: sorted(names)}
+
+
 def space_sizes(model: CheckedModel, args: dict[str, Any]) -> dict[str, int]:
     return rule_space_sizes(model.structure.program, args)
 
@@ -97,7 +110,7 @@ def pack(model: CheckedModel, corpus: Corpus, args: dict[str, Any], labels: dict
     field = corpus.fields[_observed(model)]
     arrays = {"offsets": field.offsets.astype(np.int32)}
     arrays.update(pack_spans(model, field, args, vocabs, frozen))
-    given = given_arrays(model.structure.program, corpus, field.lengths(), args)  # refused where none can be
+    given = given_arrays(model.structure.program, corpus, field.lengths(), args, labels)  # refused where none can be
     if takes_given(model.structure.program):
         arrays.update(given)
     return arrays
