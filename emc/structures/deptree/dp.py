@@ -151,24 +151,41 @@ def _marginals_from(dense, n, root_m, arcs, stops):
 
 
 @njit(cache=True)
+def _chart_inputs(root, attach, stop, n):
+    """The chart's inputs for the sentence, its scores gauged: (ints, layout, meta, params,
+    derived, counts, the gauge's shift of log Z)."""
+    root, attach, stop, shift = _gauged(root, attach, stop, n)
+    ints, layout, meta, params = _sentence(root, attach, stop, n)
+    counts = (np.zeros(params[0].shape[0]), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    return ints, layout, meta, params, chart.prepare(meta, params), counts, shift
+
+
+@njit(cache=True)
+def _marginals_of(log_z, counts, n, root_m, arcs, stops):
+    """The chart's counts as the marginals (all 0 when no tree is possible); returns log_z."""
+    if not log_z > NEG_INF:
+        counts[0][:] = 0.0
+    _marginals_from(counts[0], n, root_m, arcs, stops)
+    return log_z
+
+
+@njit(cache=True)
+def _nan_marginals(root_m, arcs, stops):
+    root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
+    return np.nan
+
+
+@njit(cache=True)
 def marginals(semiring, root, attach, stop, n, root_m, arcs, stops):
     """Under sum, the expected counts of the root (root_m[h]), the attachments (arcs[h, a]) and the
     stop decisions (stops[h, dir, adj, s]); under max, those of the best tree; under a sampling
     request, the drawn trees' average. Returns log Z (the best tree's log score under max); -inf
     (counts all 0) when no tree is possible."""
     if _any_nan(root, attach, stop, n):
-        root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
-        return np.nan
-    root, attach, stop, shift = _gauged(root, attach, stop, n)
-    ints, layout, meta, params = _sentence(root, attach, stop, n)
-    dense = np.zeros(params[0].shape[0])
-    counts = (dense, np.zeros(0, np.uint8), np.zeros(0, np.int64))
-    derived = chart.prepare(meta, params)
+        return _nan_marginals(root_m, arcs, stops)
+    ints, layout, meta, params, derived, counts, shift = _chart_inputs(root, attach, stop, n)
     log_z = chart.estep_example(0, ints, layout, meta, params, derived, semiring, 1.0, counts) + shift
-    if not log_z > NEG_INF:
-        dense[:] = 0.0
-    _marginals_from(dense, n, root_m, arcs, stops)
-    return log_z
+    return _marginals_of(log_z, counts, n, root_m, arcs, stops)
 
 
 @njit(cache=True)
@@ -176,18 +193,10 @@ def marginals_sum(root, attach, stop, n, root_m, arcs, stops):
     """marginals() under sum: what an E-step under sum calls, which then never compiles the
     read-back that the other semirings run (seconds of a cold start)."""
     if _any_nan(root, attach, stop, n):
-        root_m[:], arcs[:, :], stops[:, :, :, :] = 0.0, 0.0, 0.0
-        return np.nan
-    root, attach, stop, shift = _gauged(root, attach, stop, n)
-    ints, layout, meta, params = _sentence(root, attach, stop, n)
-    dense = np.zeros(params[0].shape[0])
-    counts = (dense, np.zeros(0, np.uint8), np.zeros(0, np.int64))
-    derived = chart.prepare(meta, params)
+        return _nan_marginals(root_m, arcs, stops)
+    ints, layout, meta, params, derived, counts, shift = _chart_inputs(root, attach, stop, n)
     log_z = chart.estep_sum(0, ints, layout, meta, params, derived, np.int64(SUM), 1.0, counts) + shift
-    if not log_z > NEG_INF:
-        dense[:] = 0.0
-    _marginals_from(dense, n, root_m, arcs, stops)
-    return log_z
+    return _marginals_of(log_z, counts, n, root_m, arcs, stops)
 
 
 @njit(cache=True)
@@ -207,10 +216,9 @@ def _heads_of(parts, n, heads):
 def best_tree(root, attach, stop, n, heads):
     """heads[a] = the head of word a in the best tree, -1 for the root; returns its log score
     (-inf, heads all -1, when no tree is possible)."""
-    root, attach, stop, shift = _gauged(root, attach, stop, n)
-    ints, layout, meta, params = _sentence(root, attach, stop, n)
+    ints, layout, meta, params, derived, _, shift = _chart_inputs(root, attach, stop, n)
     parts = np.zeros(1 + (n + 3) * chart.PARTS_PER_LEVEL * chart.PART_WIDTH, np.int32)
-    log_score = chart.decode_example(0, ints, layout, meta, params, chart.prepare(meta, params), parts)
+    log_score = chart.decode_example(0, ints, layout, meta, params, derived, parts)
     _heads_of(parts, n, heads)
     return log_score + shift
 
@@ -219,10 +227,9 @@ def best_tree(root, attach, stop, n, heads):
 def sample_tree(root, attach, stop, n, heads):
     """heads[a] of a tree drawn from the posterior (the caller seeds the generator), -1 for the
     root; returns log Z (-inf, heads all -1, when no tree is possible)."""
-    root, attach, stop, shift = _gauged(root, attach, stop, n)
-    ints, layout, meta, params = _sentence(root, attach, stop, n)
+    ints, layout, meta, params, derived, _, shift = _chart_inputs(root, attach, stop, n)
     parts = np.zeros(1 + (n + 3) * chart.PARTS_PER_LEVEL * chart.PART_WIDTH, np.int32)
-    log_z = chart.sample_example(0, ints, layout, meta, params, chart.prepare(meta, params), parts)
+    log_z = chart.sample_example(0, ints, layout, meta, params, derived, parts)
     _heads_of(parts, n, heads)
     return log_z + shift
 
