@@ -53,7 +53,8 @@ SPANTREE = Structure(
     slots=(Slot(SPAN, "per span (i, j), in or out of the tree"),) + pcfg.SLOTS,
     attributes=_attributes,
     slot_rule=_slot_rule,
-    dp="inside-outside over binary bracketings (labeled binary trees with labels=K: a PCFG)",
+    dp="inside-outside over binary bracketings (labeled binary trees with labels=K: a PCFG, whose DP is the CKY "
+       "rule program of emc/structures/pcfg/__init__.py, compiled)",
     cost=lambda args: (f"O(n^3 K^2 + n^2 K^3) per sentence of n tokens, K = {args['labels']} labels"
                        if args.get("labels") else "O(n^3) per sentence of n tokens"),
     package=lambda binding: "pcfg" if _labeled(binding) else "spantree",
