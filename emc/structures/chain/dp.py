@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from emc.structures.buffers import copy_into
-from emc.structures.chain import products
+from emc.structures.chain import products, vectors
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import draw, is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
@@ -67,11 +67,11 @@ def forward(semiring, node, trans, initial, final, alpha, scale):
 
 # _forward_wide and _backward_wide sum the same products in the same order as the narrow passes
 # (bit-identical), eight states a sweep, over a copy of trans (trans_t) whose rows are zero-padded
-# to a multiple of 8 entries (K = 45: 48): each sweep is then whole vectors, where K itself leaves
-# shorter vector steps and a scalar remainder after the main loop. The forward pass alone 9%
-# (K = 45) and 18% (K = 64) faster; a stepwise pass with m = 1 on CoNLL-2000 2-5% with the wide
-# forward pass, 4% more with the backward one. Below 32 states no faster or slower (12 states:
-# the forward pass 8% slower, the copy and the padding; 24: the backward pass 7% slower).
+# to whole vectors (K = 45: 48), written with emc/structures/chain/vectors.py's vector values:
+# LLVM's own vectorised sweeps checked before each sweep that acc and the rows it read did not
+# overlap, a third of the forward pass's time (the single-sequence pass on CoNLL-2000, 115 -> 100
+# ns a token). Below 32 states no faster or slower (12 states: the forward pass 8% slower, the copy
+# and the padding; 24: the backward pass 7% slower).
 WIDE_FROM = 32
 
 
@@ -171,38 +171,62 @@ def _forward_wide(semiring, node, trans, initial, final, alpha, scale):
     n, K = node.shape
     if not _first_column(semiring, node, initial, alpha, scale):
         return NEG_INF
-    # alpha[t] before the node scores is summed in an array of its own, which LLVM then knows
-    # overlaps neither alpha[t - 1] nor trans (the forward pass 8% faster on CoNLL-2000). Rows are
-    # indexed in place, not taken as views: a view costs a reference count taken and dropped,
-    # calls numba leaves in the loop (5% of the pass).
-    Kp = (K + 7) // 8 * 8  # a multiple of 8 the compiler knows: the sweeps are whole vectors
-    padded = np.zeros((K, Kp))  # trans, its rows zero-padded to Kp entries (their sums are never read)
-    for j in range(K):
-        for k in range(K):
-            padded[j, k] = trans[j, k]
-    trans = padded
-    acc = np.empty(Kp)
+    padded = _padded_rows(trans)
+    acc = np.empty((1, padded.shape[1]))
+    before = acc[0]  # alpha[t] before the node scores, in a row of its own (see _forward_narrow)
     for t in range(1, n):
-        for k in range(Kp):
-            acc[k] = 0.0
-        # eight previous states per sweep, in two groups of four: acc[k] takes the first group's
-        # sum and then the second's, the same additions in the same order as one sweep per group,
-        # with half the loads and stores of acc and half the sweeps' set-up
-        j = 0
-        while j + 8 <= K:
-            a0, a1, a2, a3 = alpha[t - 1, j], alpha[t - 1, j + 1], alpha[t - 1, j + 2], alpha[t - 1, j + 3]
-            a4, a5, a6, a7 = alpha[t - 1, j + 4], alpha[t - 1, j + 5], alpha[t - 1, j + 6], alpha[t - 1, j + 7]
-            for k in range(Kp):
-                first = plus(semiring, plus(semiring, a0 * trans[j, k], a1 * trans[j + 1, k]),
-                             plus(semiring, a2 * trans[j + 2, k], a3 * trans[j + 3, k]))
-                second = plus(semiring, plus(semiring, a4 * trans[j + 4, k], a5 * trans[j + 5, k]),
-                              plus(semiring, a6 * trans[j + 6, k], a7 * trans[j + 7, k]))
-                acc[k] = plus(semiring, plus(semiring, acc[k], first), second)
-            j += 8
-        _sweep_fours(semiring, alpha, trans, acc, t, j, K, Kp)
-        if not _close_column(semiring, acc, node, alpha, scale, t):
+        _sweeps(semiring, alpha, t - 1, padded, acc, K)
+        if not _close_column(semiring, before, node, alpha, scale, t):
             return NEG_INF
     return _ended(semiring, alpha, final, scale, n, K)
+
+
+@njit(inline="always")
+def _padded_rows(matrix):
+    """A copy of the K x K matrix, its rows zero-padded to whole vectors (their sums are never read)."""
+    K = matrix.shape[0]
+    padded = np.zeros((K, vectors.whole(K)))
+    for j in range(K):
+        for k in range(K):
+            padded[j, k] = matrix[j, k]
+    return padded
+
+
+@njit(inline="always")
+def _sweeps(semiring, A, t, M, acc, K):
+    """acc[0] = (+)_j A[t, j] M[j] (M's padded rows): eight j a sweep in two groups of four, added
+    to acc[0] in the order one sweep per group adds them (as _sweep_fours), then fours, then ones."""
+    width = M.shape[1]
+    for k in range(0, width, vectors.LANES):
+        vectors.store(acc, 0, k, vectors.zero())
+    j = 0
+    while j + 8 <= K:
+        a0, a1, a2, a3 = A[t, j], A[t, j + 1], A[t, j + 2], A[t, j + 3]
+        a4, a5, a6, a7 = A[t, j + 4], A[t, j + 5], A[t, j + 6], A[t, j + 7]
+        for k in range(0, width, vectors.LANES):
+            first = _four(semiring, a0, a1, a2, a3, M, j, k)
+            second = _four(semiring, a4, a5, a6, a7, M, j + 4, k)
+            sum_ = vectors.plus(semiring, vectors.plus(semiring, vectors.load(acc, 0, k), first), second)
+            vectors.store(acc, 0, k, sum_)
+        j += 8
+    while j + 4 <= K:
+        a0, a1, a2, a3 = A[t, j], A[t, j + 1], A[t, j + 2], A[t, j + 3]
+        for k in range(0, width, vectors.LANES):
+            sum_ = vectors.plus(semiring, vectors.load(acc, 0, k), _four(semiring, a0, a1, a2, a3, M, j, k))
+            vectors.store(acc, 0, k, sum_)
+        j += 4
+    while j < K:
+        a = A[t, j]
+        for k in range(0, width, vectors.LANES):
+            vectors.store(acc, 0, k, vectors.plus_times(semiring, a, vectors.load(M, j, k), vectors.load(acc, 0, k)))
+        j += 1
+
+
+@njit(inline="always")
+def _four(semiring, a0, a1, a2, a3, M, j, k):
+    """(a0 M[j] (+) a1 M[j + 1]) (+) (a2 M[j + 2] (+) a3 M[j + 3]) at columns k:k + LANES."""
+    return vectors.plus(semiring, vectors.plus_pair(semiring, a0, vectors.load(M, j, k), a1, vectors.load(M, j + 1, k)),
+                        vectors.plus_pair(semiring, a2, vectors.load(M, j + 2, k), a3, vectors.load(M, j + 3, k)))
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -245,9 +269,27 @@ def _close_backward(alpha, beta, w, n, K, edge_raw):
     for k in range(K):
         beta[0, k] *= alpha[0, k]
     if n > 1:
-        np.dot(w[1:].T, alpha[:n - 1], edge_raw)
+        _edge_product(w, alpha, n, K, edge_raw)
     else:
         edge_raw[:, :] = 0.0
+
+
+@njit(inline="always")
+def _edge_product(w, alpha, n, K, edge_raw):
+    """edge_raw = w[1:].T @ alpha[:n - 1], tiled (emc/structures/chain/products.py) over a copy of
+    alpha's rows padded as the tiles read them: a stepwise pass (m = 1) on CoNLL-2000 spent 9% of
+    its time in OpenBLAS's small product here."""
+    width = products.padded_width(K)
+    rows = np.zeros((n - 1, width))
+    for t in range(n - 1):
+        for j in range(K):
+            rows[t, j] = alpha[t, j]
+    raw = np.empty((K, width))
+    products.multiply(w.reshape(w.size), K, np.int64(1), K, K, rows, np.int64(0), np.int64(0), n - 1, raw,
+                      np.int64(0), np.int64(0))
+    for k in range(K):
+        for j in range(K):
+            edge_raw[k, j] = raw[k, j]
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -279,39 +321,38 @@ def _backward_narrow(node, trans_t, final, scale, alpha, beta, edge_raw):
 def _backward_wide(node, trans_t, final, scale, alpha, beta, edge_raw):
     n, K = node.shape
     _last_column(final, scale, beta, n, K)
-    width = (K + 7) // 8 * 8  # as _forward_wide: trans_t's rows padded
-    rows = np.zeros((K, width))
-    for k in range(K):
-        for j in range(K):
-            rows[k, j] = trans_t[k, j]
-    acc = np.empty(width)
+    rows = _padded_rows(trans_t)  # as _forward_wide
+    acc = np.empty((1, rows.shape[1]))
     w = node  # node[t] is read for the last time when w_t is made from it: w_t takes its place
+    if n > 1:
+        _weigh_row(beta, n - 1, node, scale, alpha, beta, n - 1, K)
     for t in range(n - 1, 0, -1):
-        _weigh_column(node, scale, alpha, beta, w, t, K)
-        for j in range(width):
-            acc[j] = 0.0
-        k = 0
-        while k + 8 <= K:  # eight next states a sweep, as _forward_wide
-            w0, w1, w2, w3 = w[t, k], w[t, k + 1], w[t, k + 2], w[t, k + 3]
-            w4, w5, w6, w7 = w[t, k + 4], w[t, k + 5], w[t, k + 6], w[t, k + 7]
-            for j in range(width):
-                first = (rows[k, j] * w0 + rows[k + 1, j] * w1) + (rows[k + 2, j] * w2 + rows[k + 3, j] * w3)
-                second = (rows[k + 4, j] * w4 + rows[k + 5, j] * w5) + (rows[k + 6, j] * w6 + rows[k + 7, j] * w7)
-                acc[j] = (acc[j] + first) + second
-            k += 8
-        while k + 4 <= K:
-            w0, w1, w2, w3 = w[t, k], w[t, k + 1], w[t, k + 2], w[t, k + 3]
-            for j in range(width):
-                acc[j] += (rows[k, j] * w0 + rows[k + 1, j] * w1) + (rows[k + 2, j] * w2 + rows[k + 3, j] * w3)
-            k += 4
-        while k < K:
-            wk = w[t, k]
-            for j in range(width):
-                acc[j] += rows[k, j] * wk
-            k += 1
-        for j in range(K):
-            beta[t - 1, j] = acc[j]
+        _sweeps(np.int64(SUM), w, t, rows, acc, K)
+        if t > 1:
+            _weigh_row(acc, 0, node, scale, alpha, beta, t - 1, K)
+        else:
+            for j in range(K):
+                beta[0, j] = acc[0, j]
     _close_backward(alpha, beta, w, n, K, edge_raw)
+
+
+@njit(inline="always")
+def _weigh_row(source, s, node, scale, alpha, beta, t, K):
+    """_weigh_column of position t with beta[t] = source[s] (acc, the sweeps' sums; or beta[t]
+    itself), its whole vectors at a time: written as a loop, LLVM left it scalar (w is node's
+    memory), a quarter of the backward pass. The same products: w = node beta / c_t, beta alpha."""
+    inv = 1.0 / scale[t]
+    k = 0
+    while k + vectors.LANES <= K:
+        b = vectors.load(source, s, k)
+        vectors.store(node, t, k, vectors.scaled(inv, vectors.times(vectors.load(node, t, k), b)))
+        vectors.store(beta, t, k, vectors.times(b, vectors.load(alpha, t, k)))
+        k += vectors.LANES
+    while k < K:
+        b = source[s, k]
+        node[t, k] = node[t, k] * b * inv
+        beta[t, k] = b * alpha[t, k]
+        k += 1
 
 
 @njit(cache=True)

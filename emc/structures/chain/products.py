@@ -7,104 +7,26 @@ the core's peak. The products here keep a 4 x 24 tile of the result in twelve ve
 for the whole reduction and read each operand once per tile: 120-125 GFLOP/s at K = 45, 64 rows,
 on the same machine (one thread, the same sums in the same order as BLAS's, bit-identical there).
 
-numba has no vector type, so `_Lanes` is one: LANES doubles (an AVX-512 register; LLVM splits it
-into two where the machine has AVX2 only) with four intrinsics, `_zero`, `_load`, `_store` and
-`_fma`, which LLVM keeps in registers (loop-carried values, not memory). A product's result rows
-and its right operand are padded to `padded_width(K)` columns, whole vectors; the padding of the
-right operand must be zero (it is what the padded result columns hold), and a caller never reads
-the result's padding.
+The tiles are written with emc/structures/chain/vectors.py's vector values, which LLVM keeps in
+registers (loop-carried values, not memory). A product's result rows and its right operand are
+padded to `padded_width(K)` columns, whole vectors; the padding of the right operand must be zero
+(it is what the padded result columns hold), and a caller never reads the result's padding.
 """
 from __future__ import annotations
 
 import numpy as np
-import llvmlite.binding as llvm
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils, config
-from numba.extending import intrinsic, models, register_model
+from numba import njit
 
-def _vector_doubles() -> int:
-    """Doubles a vector register holds on the machine numba compiles for: 8 with AVX-512, else 4
-    (twelve accumulators of 8 would not fit AVX2's sixteen registers)."""
-    features = config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
-    return 8 if "+avx512f" in features.split(",") else 4
+from emc.structures.chain.vectors import LANES, at, fma, load, store, whole, zero
 
-
-LANES = _vector_doubles()
 TILE_ROWS, TILE_VECTORS = 4, 3  # 12 accumulators + 3 operand vectors + a broadcast: 16 registers
 TILE_COLUMNS = TILE_VECTORS * LANES
-
-_VECTOR = ir.VectorType(ir.DoubleType(), LANES)
-
-
-class _Lanes(types.Type):
-    """LANES doubles in one (vector) register."""
-
-    def __init__(self):
-        super().__init__(name=f"float64x{LANES}")
-
-
-_lanes = _Lanes()
-
-
-@register_model(_Lanes)
-class _LanesModel(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _VECTOR)
-
-
-def _address(context, builder, array_type, array, i, j):
-    """Where array[i, j] is, as a pointer to LANES doubles (no wraparound, no bounds check)."""
-    ary = context.make_array(array_type)(context, builder, array)
-    item = cgutils.get_item_pointer2(context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
-                                     strides=cgutils.unpack_tuple(builder, ary.strides), layout=array_type.layout,
-                                     inds=[i, j], wraparound=False, boundscheck=False)
-    return builder.bitcast(item, _VECTOR.as_pointer())
-
-
-@intrinsic
-def _zero(typingctx):
-    def codegen(context, builder, signature, args):
-        return ir.Constant(_VECTOR, [0.0] * LANES)
-    return _lanes(), codegen
-
-
-@intrinsic
-def _load(typingctx, array, i, j):
-    """array[i, j:j + LANES] (a row of unit stride)."""
-    def codegen(context, builder, signature, args):
-        return builder.load(_address(context, builder, signature.args[0], *args), align=8)
-    return _lanes(array, i, j), codegen
-
-
-@intrinsic
-def _store(typingctx, array, i, j, value):
-    """array[i, j:j + LANES] = value."""
-    def codegen(context, builder, signature, args):
-        builder.store(args[3], _address(context, builder, signature.args[0], *args[:3]), align=8)
-        return context.get_dummy_value()
-    return types.void(array, i, j, _lanes), codegen
-
-
-@intrinsic
-def _fma(typingctx, scalar, vector, acc):
-    """acc + scalar * vector, rounded once per lane (as BLAS's kernels and fastmath's contract)."""
-    def codegen(context, builder, signature, args):
-        x, v, acc = args
-        lane = ir.IntType(32)
-        one = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), x, ir.Constant(lane, 0))
-        splat = builder.shuffle_vector(one, ir.Constant(_VECTOR, ir.Undefined),
-                                       ir.Constant(ir.VectorType(lane, LANES), [0] * LANES))
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3),
-                                             f"llvm.fma.v{LANES}f64")
-        return builder.call(fma, [splat, v, acc])
-    return _lanes(types.float64, _lanes, _lanes), codegen
 
 
 @njit(inline="always")
 def padded_width(K):
     """The columns of a product's right operand and result for K states: whole vectors."""
-    return (K + LANES - 1) // LANES * LANES
+    return whole(K)
 
 
 @njit(cache=True)
@@ -126,26 +48,25 @@ def panels(matrix, width):
 
 
 @njit(inline="always")
-def _start(C, row, rows, k, add):
+def _start(C, row, rows, columns, add):
     """A tile's accumulators: zero, or the rows of C it adds to (a row past `rows` repeats the last)."""
     if not add:
-        z = _zero()
+        z = zero()
         return z, z, z, z, z, z, z, z, z, z, z, z
     r1, r2, r3 = row + min(1, rows - 1), row + min(2, rows - 1), row + min(3, rows - 1)
-    k1, k2 = k[1], k[2]
-    k0 = k[0]
-    return (_load(C, row, k0), _load(C, row, k1), _load(C, row, k2), _load(C, r1, k0), _load(C, r1, k1),
-            _load(C, r1, k2), _load(C, r2, k0), _load(C, r2, k1), _load(C, r2, k2), _load(C, r3, k0),
-            _load(C, r3, k1), _load(C, r3, k2))
+    k0, k1, k2 = columns
+    return (load(C, row, k0), load(C, row, k1), load(C, row, k2), load(C, r1, k0), load(C, r1, k1),
+            load(C, r1, k2), load(C, r2, k0), load(C, r2, k1), load(C, r2, k2), load(C, r3, k0),
+            load(C, r3, k1), load(C, r3, k2))
 
 
 @njit(inline="always")
-def _store_row(C, row, k, vectors, v0, v1, v2):
-    _store(C, row, k[0], v0)
+def _store_row(C, row, columns, vectors, v0, v1, v2):
+    store(C, row, columns[0], v0)
     if vectors > 1:
-        _store(C, row, k[1], v1)
+        store(C, row, columns[1], v1)
     if vectors > 2:
-        _store(C, row, k[2], v2)
+        store(C, row, columns[2], v2)
 
 
 @njit(inline="always")
@@ -155,30 +76,30 @@ def _tile(A, a, row_step, j_step, rows, M, m, mk, n, C, c, k, vectors, add):
     whole tile, the last row and vector are computed again in the missing ones' registers and not
     stored: one tile shape, no remainder loops."""
     last = (vectors - 1) * LANES
-    at = (k, k + min(LANES, last), k + min(2 * LANES, last))
-    mat = (mk, mk + min(LANES, last), mk + min(2 * LANES, last))
+    columns = (k, k + min(LANES, last), k + min(2 * LANES, last))
+    read = (mk, mk + min(LANES, last), mk + min(2 * LANES, last))  # M's columns
     a1 = a + min(1, rows - 1) * row_step
     a2 = a + min(2, rows - 1) * row_step
     a3 = a + min(3, rows - 1) * row_step
-    p0, p1, p2, q0, q1, q2, r0, r1, r2, s0, s1, s2 = _start(C, c, rows, at, add)
+    p0, p1, p2, q0, q1, q2, r0, r1, r2, s0, s1, s2 = _start(C, c, rows, columns, add)
     for j in range(n):
-        v0, v1, v2 = _load(M, m + j, mat[0]), _load(M, m + j, mat[1]), _load(M, m + j, mat[2])
+        v0, v1, v2 = load(M, m + j, read[0]), load(M, m + j, read[1]), load(M, m + j, read[2])
         step = j * j_step
-        x = A[a + step]
-        p0, p1, p2 = _fma(x, v0, p0), _fma(x, v1, p1), _fma(x, v2, p2)
-        x = A[a1 + step]
-        q0, q1, q2 = _fma(x, v0, q0), _fma(x, v1, q1), _fma(x, v2, q2)
-        x = A[a2 + step]
-        r0, r1, r2 = _fma(x, v0, r0), _fma(x, v1, r1), _fma(x, v2, r2)
-        x = A[a3 + step]
-        s0, s1, s2 = _fma(x, v0, s0), _fma(x, v1, s1), _fma(x, v2, s2)
-    _store_row(C, c, at, vectors, p0, p1, p2)
+        x = at(A, a + step)
+        p0, p1, p2 = fma(x, v0, p0), fma(x, v1, p1), fma(x, v2, p2)
+        x = at(A, a1 + step)
+        q0, q1, q2 = fma(x, v0, q0), fma(x, v1, q1), fma(x, v2, q2)
+        x = at(A, a2 + step)
+        r0, r1, r2 = fma(x, v0, r0), fma(x, v1, r1), fma(x, v2, r2)
+        x = at(A, a3 + step)
+        s0, s1, s2 = fma(x, v0, s0), fma(x, v1, s1), fma(x, v2, s2)
+    _store_row(C, c, columns, vectors, p0, p1, p2)
     if rows > 1:
-        _store_row(C, c + 1, at, vectors, q0, q1, q2)
+        _store_row(C, c + 1, columns, vectors, q0, q1, q2)
     if rows > 2:
-        _store_row(C, c + 2, at, vectors, r0, r1, r2)
+        _store_row(C, c + 2, columns, vectors, r0, r1, r2)
     if rows > 3:
-        _store_row(C, c + 3, at, vectors, s0, s1, s2)
+        _store_row(C, c + 3, columns, vectors, s0, s1, s2)
 
 
 @njit(cache=True)

@@ -1,0 +1,186 @@
+"""Vector values for the chain DPs' inner loops: LANES doubles in one register, through numba
+intrinsics (numba has no vector type).
+
+LLVM vectorises the DPs' unit-stride loops by itself, but a loop of a few vectors (K = 45: six)
+inside the loop over previous states is dominated by what it adds around them: runtime checks
+that the arrays it reads and writes do not overlap, run before every sweep (a third of the
+single-sequence forward pass's samples), and a value kept across sweeps goes back to memory each
+time. Written with these, a loop is the vector instructions alone, and a value can stay in a
+register for a whole reduction (emc/structures/chain/products.py).
+
+Each operation is one LLVM instruction with the rounding a scalar expression under the DPs'
+fastmath flags gets: `fma` is what `acc + x * v` contracts to, `pair` is what `x0 * v0 + x1 * v1`
+contracts to (the first product fused, LLVM's choice), `add` and `times` are plain, `larger` is
+semiring.plus under max (`a if a > b else b`). So a loop written with them sums in the order of
+the scalar loop it replaces, bit for bit (tests/test_chain_wide.py).
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils, config
+from numba.extending import intrinsic, models, register_model
+
+from emc.structures.semiring import SUM
+
+
+def _vector_doubles() -> int:
+    """Doubles a vector register holds on the machine numba compiles for: 8 with AVX-512, else 4
+    (twelve accumulators of 8 would not fit AVX2's sixteen registers)."""
+    features = config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+    return 8 if "+avx512f" in features.split(",") else 4
+
+
+LANES = _vector_doubles()
+_VECTOR = ir.VectorType(ir.DoubleType(), LANES)
+
+
+class _Lanes(types.Type):
+    """LANES doubles in one (vector) register."""
+
+    def __init__(self):
+        super().__init__(name=f"float64x{LANES}")
+
+
+lanes = _Lanes()
+
+
+@register_model(_Lanes)
+class _LanesModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _VECTOR)
+
+
+@njit(inline="always")
+def whole(K):
+    """K rounded up to whole vectors: the padded width of rows read LANES at a time."""
+    return (K + LANES - 1) // LANES * LANES
+
+
+def _address(context, builder, array_type, array, i, j):
+    """Where array[i, j] is, as a pointer to LANES doubles (no wraparound, no bounds check)."""
+    ary = context.make_array(array_type)(context, builder, array)
+    item = cgutils.get_item_pointer2(context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+                                     strides=cgutils.unpack_tuple(builder, ary.strides), layout=array_type.layout,
+                                     inds=[i, j], wraparound=False, boundscheck=False)
+    return builder.bitcast(item, _VECTOR.as_pointer())
+
+
+def _splat(builder, scalar):
+    lane = ir.IntType(32)
+    one = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), scalar, ir.Constant(lane, 0))
+    return builder.shuffle_vector(one, ir.Constant(_VECTOR, ir.Undefined),
+                                  ir.Constant(ir.VectorType(lane, LANES), [0] * LANES))
+
+
+def _fused(builder, a, b, c):
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3),
+                                         f"llvm.fma.v{LANES}f64")
+    return builder.call(fma, [a, b, c])
+
+
+@intrinsic
+def zero(typingctx):
+    def codegen(context, builder, signature, args):
+        return ir.Constant(_VECTOR, [0.0] * LANES)
+    return lanes(), codegen
+
+
+@intrinsic
+def load(typingctx, array, i, j):
+    """array[i, j:j + LANES] (a row of unit stride)."""
+    def codegen(context, builder, signature, args):
+        return builder.load(_address(context, builder, signature.args[0], *args), align=8)
+    return lanes(array, i, j), codegen
+
+
+@intrinsic
+def store(typingctx, array, i, j, value):
+    """array[i, j:j + LANES] = value."""
+    def codegen(context, builder, signature, args):
+        builder.store(args[3], _address(context, builder, signature.args[0], *args[:3]), align=8)
+        return context.get_dummy_value()
+    return types.void(array, i, j, lanes), codegen
+
+
+@intrinsic
+def at(typingctx, array, i):
+    """array[i] of a 1-D array, a scalar read without numba's wraparound of negative indices
+    (a shift, an and and an add before every read of a product's left operand)."""
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load(builder.gep(ary.data, [args[1]]))
+    return array.dtype(array, i), codegen
+
+
+@intrinsic
+def fma(typingctx, scalar, vector, acc):
+    """acc + scalar * vector, rounded once per lane."""
+    def codegen(context, builder, signature, args):
+        return _fused(builder, _splat(builder, args[0]), args[1], args[2])
+    return lanes(types.float64, lanes, lanes), codegen
+
+
+@intrinsic
+def pair(typingctx, x0, v0, x1, v1):
+    """x0 v0 + x1 v1 as LLVM contracts it: fma(x0, v0, x1 v1)."""
+    def codegen(context, builder, signature, args):
+        second = builder.fmul(_splat(builder, args[2]), args[3])
+        return _fused(builder, _splat(builder, args[0]), args[1], second)
+    return lanes(types.float64, lanes, types.float64, lanes), codegen
+
+
+@intrinsic
+def scaled(typingctx, scalar, vector):
+    """scalar * vector."""
+    def codegen(context, builder, signature, args):
+        return builder.fmul(_splat(builder, args[0]), args[1])
+    return lanes(types.float64, lanes), codegen
+
+
+@intrinsic
+def times(typingctx, a, b):
+    """a * b, lane by lane."""
+    def codegen(context, builder, signature, args):
+        return builder.fmul(args[0], args[1])
+    return lanes(lanes, lanes), codegen
+
+
+@intrinsic
+def add(typingctx, a, b):
+    def codegen(context, builder, signature, args):
+        return builder.fadd(args[0], args[1])
+    return lanes(lanes, lanes), codegen
+
+
+@intrinsic
+def larger(typingctx, a, b):
+    """a if a > b else b, lane by lane (semiring.plus under max)."""
+    def codegen(context, builder, signature, args):
+        return builder.select(builder.fcmp_ordered(">", args[0], args[1]), args[0], args[1])
+    return lanes(lanes, lanes), codegen
+
+
+@njit(inline="always")
+def plus(semiring, a, b):
+    """semiring.plus, lane by lane."""
+    if semiring == SUM:
+        return add(a, b)
+    return larger(a, b)
+
+
+@njit(inline="always")
+def plus_pair(semiring, x0, v0, x1, v1):
+    """x0 v0 (+) x1 v1."""
+    if semiring == SUM:
+        return pair(x0, v0, x1, v1)
+    return larger(scaled(x0, v0), scaled(x1, v1))
+
+
+@njit(inline="always")
+def plus_times(semiring, x, v, acc):
+    """acc (+) x v."""
+    if semiring == SUM:
+        return fma(x, v, acc)
+    return larger(acc, scaled(x, v))
