@@ -500,26 +500,23 @@ def _forward_batch(lengths, active, start, node, trans, initial, alpha, log_z):
                 for k in range(K):
                     alpha[b, k] = initial[k]
         for b in range(active[t]):
-            # c in four interleaved partial sums: one running total waits on each addition (the
-            # batched E-step 3% slower); written out here, as a function costs a cold start 0.4 s
-            row, scores = alpha[r + b], node[r + b]
-            c0 = c1 = c2 = c3 = 0.0
+            # alpha's row times the node scores and their sum c, whole vectors at a time (lane
+            # sums added in a fixed tree), then the rest; written out here: inlined as a function
+            # into this loop, numba takes and drops references to its arrays at every row
+            row = r + b
+            sums = vectors.zero()
             k = 0
-            while k + 4 <= K:
-                row[k] *= scores[k]
-                row[k + 1] *= scores[k + 1]
-                row[k + 2] *= scores[k + 2]
-                row[k + 3] *= scores[k + 3]
-                c0 += row[k]
-                c1 += row[k + 1]
-                c2 += row[k + 2]
-                c3 += row[k + 3]
-                k += 4
+            while k + vectors.LANES <= K:
+                scored = vectors.times(vectors.load(alpha, row, k), vectors.load(node, row, k))
+                vectors.store(alpha, row, k, scored)
+                sums = vectors.add(sums, scored)
+                k += vectors.LANES
+            rest = 0.0
             while k < K:
-                row[k] *= scores[k]
-                c0 += row[k]
+                alpha[row, k] *= node[row, k]
+                rest += alpha[row, k]
                 k += 1
-            c = (c0 + c1) + (c2 + c3)
+            c = vectors.total(sums) + rest
             # an impossible sequence keeps zeros from here on (as `forward` returns -inf)
             i = 0.0
             if c > 0.0:
@@ -527,9 +524,14 @@ def _forward_batch(lengths, active, start, node, trans, initial, alpha, log_z):
                 log_z[b] += np.log(c)
             else:
                 log_z[b] = NEG_INF
-            inv[r + b] = i
-            for k in range(K):
-                row[k] *= i
+            inv[row] = i
+            k = 0
+            while k + vectors.LANES <= K:
+                vectors.store(alpha, row, k, vectors.scaled(i, vectors.load(alpha, row, k)))
+                k += vectors.LANES
+            while k < K:
+                alpha[row, k] *= i
+                k += 1
     return inv
 
 
@@ -569,10 +571,17 @@ def _backward_batch(lengths, active, start, node, trans_t, final, weights, alpha
                 marg[r + b, :] = 0.0
                 node[r + b, :] = 0.0
                 continue
-            i = inv[r + b]
-            for k in range(K):
-                marg[r + b, k] = alpha[r + b, k] * beta[b, k]
-                node[r + b, k] *= beta[b, k] * i
+            row, i = r + b, inv[r + b]
+            k = 0
+            while k + vectors.LANES <= K:  # whole vectors, as in _forward_batch
+                weighed = vectors.load(beta, b, k)
+                vectors.store(marg, row, k, vectors.times(vectors.load(alpha, row, k), weighed))
+                vectors.store(node, row, k, vectors.times(vectors.load(node, row, k), vectors.scaled(i, weighed)))
+                k += vectors.LANES
+            while k < K:
+                marg[row, k] = alpha[row, k] * beta[b, k]
+                node[row, k] *= beta[b, k] * i
+                k += 1
     return raw
 
 

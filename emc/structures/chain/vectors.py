@@ -155,6 +155,17 @@ def add(typingctx, a, b):
 
 
 @intrinsic
+def total(typingctx, vector):
+    """The sum of the lanes, in a fixed tree: (lane 0 + lane 1) + (lane 2 + lane 3), and so on."""
+    def codegen(context, builder, signature, args):
+        values = [builder.extract_element(args[0], ir.Constant(ir.IntType(32), i)) for i in range(LANES)]
+        while len(values) > 1:
+            values = [builder.fadd(values[i], values[i + 1]) for i in range(0, len(values), 2)]
+        return values[0]
+    return types.float64(lanes), codegen
+
+
+@intrinsic
 def larger(typingctx, a, b):
     """a if a > b else b, lane by lane (semiring.plus under max)."""
     def codegen(context, builder, signature, args):
