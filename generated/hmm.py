@@ -236,12 +236,10 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
     return log_z
 
 
-# Sequences per batched DP call: small enough that a batch's rows stay in cache, large enough
-# for the matrix products to run near BLAS speed (measured on CoNLL-2000, K = 45: 32 and 128 were
-# slower). Up to 64 states it also keeps each product under the size (m n k = 262144) above which
-# OpenBLAS spreads a product over threads of its own, which would fight numba's. From WIDE states
-# on, the products are what costs, and more sequences a product run them faster (the batched DP
-# over CoNLL-2000, one thread: 46.4 -> 49.0 GFLOP/s at K = 256, 42.9 -> 48.5 at K = 1024).
+# Sequences per batched DP call: small enough that a batch's rows stay in cache (the batched
+# E-step on CoNLL-2000 train, K = 45, tiled products: 32, 48, 64 and 96 a batch within 2% of each
+# other, 128 5% slower). From WIDE states on, the products are what costs, and more sequences a
+# product run them faster (K = 256: 256 a batch 3% faster than 64 or 128).
 BATCH = 64
 WIDE, WIDE_BATCH = 256, 256
 
