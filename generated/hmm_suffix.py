@@ -11,9 +11,10 @@
 import numpy as np
 from numba import njit
 
-from emc.codegen.abi import (add_column, add_listed_column, all_positive, array, entry, nothing_to_list, read,
-                             read_hoisted, table_reader)
+from emc.codegen.abi import (add_column, add_listed_column, all_positive, array, entry, fold_column, fold_entry,
+                             nothing_to_list, read, read_hoisted, table_reader)
 from emc.structures.chain import dp
+from emc.structures.semiring import SUM
 
 STRUCTURE = "chain"
 
@@ -267,6 +268,63 @@ def estep_example(ex, ints, layout, meta, params, derived, semiring, weight, cou
         return log_z
     _add_node_counts(ex, ints, layout, meta, node_marg, dp.lone_layout(n), np.int64(0), weight, counts)
     _add_edge_counts(meta, edge_marg, weight, counts)
+    return log_z
+
+
+@njit(cache=True)
+def _fold_node_counts(ex, ints, layout, meta, node_marg, weight, params):
+    """_add_node_counts' counts of one example (its node marginals node_marg[t, k]) times `weight`,
+    folded into the statistics `params` holds (estep_fold)."""
+    K = meta[M_STATES]
+    offsets = array(ints, layout, A_OFFSETS)
+    tokens_0 = array(ints, layout, A_TOKENS_0)
+    tokens_1 = array(ints, layout, A_TOKENS_1)
+    tokens_2 = array(ints, layout, A_TOKENS_2)
+    first = offsets[ex]
+    n = offsets[ex + 1] - first
+    for t in range(n):
+        token_0 = tokens_0[first + t]
+        token_1 = tokens_1[first + t]
+        token_2 = tokens_2[first + t]
+        fold_column(params, meta, T_1, token_0, node_marg, t, weight)  # emit: P(x | z)
+        fold_column(params, meta, T_2, token_1, node_marg, t, weight)  # suffix: P(x.lower.suffix(3) | z)
+        fold_column(params, meta, T_3, token_2, node_marg, t, weight)  # shape: P(x.shape | z)
+    j = K
+    for k in range(K):
+        fold_entry(params, meta, T_0, j, k, node_marg[0, k] * weight)  # trans: P(z | z.prev)
+    if meta[M_STOP] != 0:
+        k = K
+        for j in range(K):
+            fold_entry(params, meta, T_0, j, k, node_marg[n - 1, j] * weight)  # trans: P(z | z.prev)
+
+
+@njit(cache=True)
+def _fold_edge_counts(meta, edge_marg, weight, params):
+    """_add_edge_counts' counts (edge_marg[k, j]: j -> k) times `weight`, folded into the
+    statistics `params` holds (estep_fold)."""
+    K = meta[M_STATES]
+    for k in range(K):
+        fold_column(params, meta, T_0, k, edge_marg, k, weight)  # trans: P(z | z.prev)
+
+
+@njit(cache=True)
+def estep_fold(ex, ints, layout, meta, params, derived, weight):
+    """estep_example under sum, its counts folded into the statistics `params` holds as they are
+    made (emc/codegen/abi.py): every read of params (prepare's, the emission scores) comes first."""
+    semiring = SUM
+    K = meta[M_STATES]
+    offsets = array(ints, layout, A_OFFSETS)
+    n = offsets[ex + 1] - offsets[ex]
+    trans, initial, final, trans_t = _split(derived, K)
+    node = _emission_scores(ex, ints, layout, meta, params)
+    states, lo, hi = _allowed_states(ex, ints, layout, meta)
+    node_marg = np.empty((n, K))
+    edge_marg = np.empty((K, K))
+    log_z = dp.marginals_by_pointer(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
+    if not log_z > -np.inf:
+        return log_z
+    _fold_node_counts(ex, ints, layout, meta, node_marg, weight, params)
+    _fold_edge_counts(meta, edge_marg, weight, params)
     return log_z
 
 

@@ -32,6 +32,12 @@ and may export
         in its place under sum (emc/runtime/kernels.py: estep_for): a glue whose E-step branches on the semiring (a
         rules program's read-back for hard EM and sampling; the DMV's, the PCFG's and the HMM aligner's DP under
         sum, the other semirings' apart) compiles only the sum's branch there.
+    estep_fold(ex, ints, layout, meta, params, derived, weight) -> float64
+        estep_example under sum with the example's expected counts times `weight` added straight
+        into the statistics `params` holds (theta[i] += c_i * weight, and as much to the total of
+        entry i's row), each after every read of `params` the example makes: stepwise EM's update
+        with m = 1 (emc/runtime/online.py) without a count buffer, marks or a list of the entries
+        written, which the update then walks again. Returns log Z (nothing added when it is -inf).
 
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
@@ -69,6 +75,7 @@ PREPARE_SIGNATURE = DERIVED(META, PARAMS)
 ESTEP_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64, COUNTS)
 DECODE_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1])
 POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1])
+FOLD_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64)
 ESTEP_BATCH_SIGNATURE = types.int64(types.int64[::1], INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1], COUNTS,
                                     types.float64[::1], types.int64[::1])
 
@@ -78,6 +85,7 @@ DECODE_FUNCTION = types.FunctionType(DECODE_SIGNATURE)
 SAMPLE_FUNCTION = DECODE_FUNCTION  # sample_example has decode_example's signature
 POSTERIOR_FUNCTION = types.FunctionType(POSTERIOR_SIGNATURE)
 ESTEP_BATCH_FUNCTION = types.FunctionType(ESTEP_BATCH_SIGNATURE)
+FOLD_FUNCTION = types.FunctionType(FOLD_SIGNATURE)
 
 # Meta slots of a table: where its entries and rows start, and its shape.
 TABLE_OFFSET, TABLE_ROW_OFFSET, TABLE_ROWS, TABLE_OUTCOMES, TABLE_INDEX = range(5)
@@ -175,6 +183,29 @@ def add_listed_column(counts, cell, marg, weight):
     column = counts[0][cell:cell + marg.shape[0]]
     for k in range(marg.shape[0]):
         column[k] += marg[k] * weight
+
+
+@njit(inline="always")
+def fold_column(params, meta, table, outcome, marg, t, weight):
+    """estep_fold's add of a column, the entries of one outcome of a table in every row:
+    theta[entry(row k)] and row k's total += marg[t, k] * weight. Unsigned indices, and marg read
+    in place: a view of it or of theta would take and drop a reference at every token (atomic, 10%
+    of a stepwise pass in all), and a signed index is checked for being negative at every read,
+    which keeps LLVM from vectorising the loop."""
+    theta, row_total = params[0], params[1]
+    cell, first_row = entry(meta, table, 0, outcome), meta[table + TABLE_ROW_OFFSET]
+    for k in range(marg.shape[1]):
+        p = marg[t, k] * weight
+        theta[np.uint64(cell + k)] += p
+        row_total[np.uint64(first_row + k)] += p
+
+
+@njit(inline="always")
+def fold_entry(params, meta, table, row, outcome, value):
+    """estep_fold's add of one entry: theta at (row, outcome) of a table and its row's total += value."""
+    theta, row_total = params[0], params[1]
+    theta[entry(meta, table, row, outcome)] += value
+    row_total[meta[table + TABLE_ROW_OFFSET] + row] += value
 
 
 @njit(inline="always")

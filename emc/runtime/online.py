@@ -11,7 +11,11 @@ stepwise (Sato & Ishii 2000; Cappe & Moulines 2009): mu <- (1 - eta_k) mu + eta_
 eta_k = (k + 2)^(-alpha). Scaling every entry by (1 - eta_k) is a change of `scale`, and adding
 eta_k s is theta += eta_k s / scale on the touched entries (section 3.2): an update costs time in
 proportion to what the mini-batch touched. When `scale` drifts far from 1, theta and the row totals
-are rescaled (once in many updates) so nothing under- or overflows.
+are rescaled (once in many updates) so nothing under- or overflows. With m = 1, a module that
+exports estep_fold (emc/codegen/abi.py; the first-order chain's) adds eta_k s / scale into theta and
+the row totals itself, as its E-step makes s: one example's E-step reads the parameters before it
+writes any count, so nothing is kept, marked, listed or walked again (a stepwise pass over
+CoNLL-2000 a quarter shorter).
 
 incremental (Neal & Hinton 1998): the examples are cut once into fixed blocks (one example each
 in the textbook update; Neal & Hinton allow any fixed partition); each block's statistics s_b are
@@ -39,11 +43,13 @@ reads 1 / outcomes and lies below the rounding of any count that later comes bac
 Both passes visit `examples` in blocks (stepwise: mini-batches of `batch_size`; incremental:
 examples[bounds[g]:bounds[g+1]] is block blocks[g]), each block's E-step through _block_estep.
 """
+import sys
+
 import numpy as np
 from numba import njit, types
 
-from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
-                             META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
+from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, FOLD_FUNCTION, INTS,
+                             LAYOUT, META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
 from emc.runtime.kernels import compile_on_first_use, estep_batch_for, estep_for
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
@@ -66,7 +72,7 @@ def esteps(module, block: int) -> tuple:
     examples: prepare, its E-step under sum (estep_for), its estep_batch (no_estep_batch when it
     has none or the blocks are too small for it: estep_batch_for) and whether it has one."""
     estep_batch = estep_batch_for(module, block)
-    stand_in = estep_batch or globals().get("no_estep_batch") or __getattr__("no_estep_batch")
+    stand_in = estep_batch or _compiled("no_estep_batch")
     return module.prepare, estep_for(module, SUM), stand_in, estep_batch is not None
 
 
@@ -182,11 +188,51 @@ def _stepwise_apply(theta, row_total, scale, counts, mark, touched, row_of, k, a
                      rescale_below)
 
 
-def _stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout, meta,
-                   params, row_of, whole, buffer, log_z, rescale_below):
-    """One pass over `order` in mini-batches; returns (sum of weighted log Z, updates done so far).
-    The whole tables' entries must be marked (mark_whole_tables). theta is rescaled when the
-    scale leaves [rescale_below, 1 / rescale_below]."""
+def stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size: int, k: int, alpha: float, weights, ints,
+                  layout, meta, params, row_of, whole, buffer, log_z, rescale_below: float) -> tuple[float, int]:
+    """One pass of stepwise EM over `order` in mini-batches of `batch_size`, the first four
+    arguments as esteps gives them; returns (sum of weighted log Z, updates done so far). The
+    whole tables' entries must be marked (mark_whole_tables). theta is rescaled when the scale
+    leaves [rescale_below, 1 / rescale_below]. With m = 1 through the module's estep_fold when
+    it has one (emc/codegen/abi.py; _stepwise_fold_pass), else the tracked E-step and update."""
+    fold = getattr(sys.modules[prepare.py_func.__module__], "estep_fold", None) if batch_size == 1 else None
+    if fold is not None:
+        return _compiled("stepwise_fold_pass")(prepare, fold, order, k, alpha, weights, ints, layout, meta, params,
+                                                log_z, rescale_below)
+    return _compiled("stepwise_tracked_pass")(prepare, estep, estep_batch, batched, order, batch_size, k, alpha,
+                                              weights, ints, layout, meta, params, row_of, whole, buffer, log_z,
+                                              rescale_below)
+
+
+def _compiled(name: str):
+    """The pass `name` of _PASSES, compiled (or loaded from numba's cache) on first use."""
+    return globals().get(name) or __getattr__(name)
+
+
+def _stepwise_fold_pass(prepare, fold, order, k, alpha, weights, ints, layout, meta, params, log_z, rescale_below):
+    """stepwise_pass with m = 1 through estep_fold: update k's counts s, times eta_k / the new
+    scale, go straight into theta and the row totals as the E-step makes them (theta += eta_k s /
+    scale, the tracked update's add), and only the scale is left to change after it."""
+    theta, row_total, _, _, scale = params
+    total = 0.0
+    for q in range(order.shape[0]):
+        derived = prepare(meta, params)
+        eta = (k + 2.0) ** (-alpha)
+        shrunk = scale[0] * (1.0 - eta)  # the E-step reads the parameters at the old scale
+        ex = order[q]
+        log_z[q] = fold(ex, ints, layout, meta, params, derived, weights[ex] * (eta / shrunk))
+        total += weights[ex] * log_z[q]
+        scale[0] = shrunk
+        if shrunk < rescale_below or shrunk > 1.0 / rescale_below:
+            _rescale(theta, row_total, scale)
+        k += 1
+    return total, k
+
+
+def _stepwise_tracked_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout,
+                           meta, params, row_of, whole, buffer, log_z, rescale_below):
+    """stepwise_pass through the tracked E-step: each mini-batch's counts into `buffer`, and the
+    update visits the entries listed (and the whole tables)."""
     theta, row_total, _, _, scale = params
     counts, mark, touched = buffer
     total = 0.0
@@ -407,9 +453,12 @@ _PASSES = {
     "no_estep_batch": (_no_estep_batch, ESTEP_BATCH_SIGNATURE),
     "stepwise_apply": (_stepwise_apply, types.void(F64, F64, F64, F64, U8, I64, I64, types.int64, types.float64,
                                                    types.float64)),
-    "stepwise_pass": (_stepwise_pass, types.Tuple((types.float64, types.int64))(
+    "stepwise_tracked_pass": (_stepwise_tracked_pass, types.Tuple((types.float64, types.int64))(
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, I64, COUNTS,
         F64, types.float64)),
+    "stepwise_fold_pass": (_stepwise_fold_pass, types.Tuple((types.float64, types.int64))(
+        PREPARE_FUNCTION, FOLD_FUNCTION, I64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, F64,
+        types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
         *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, ROW_SPANS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
