@@ -99,6 +99,14 @@ def prepare(meta, params):
     trans transposed (K x K), which the backward pass reads]."""
     K = meta[M_STATES]
     derived = np.empty(2 * K * K + 2 * K)
+    _prepare_into(meta, params, derived)
+    return derived
+
+
+@njit(cache=True)
+def _prepare_into(meta, params, derived):
+    """prepare's scores into `derived` (estep_fold prepares each example's into one buffer)."""
+    K = meta[M_STATES]
     reader_0 = table_reader(params, meta, T_0)
     # state -> state transposed first, then START -> k (j = K), then j -> STOP (k = K): loops
     # without a branch, which LLVM unrolls (stepwise EM with m = 1 prepares once per sentence).
@@ -128,7 +136,6 @@ def prepare(meta, params):
         if meta[M_STOP] != 0:
             score *= read_hoisted(reader_0, j, k)  # trans: P(z | z.prev)
         derived[K * K + K + j] = score
-    return derived
 
 
 # The tables every example writes in full (a learned transition-slot factor's K x K state ->
@@ -268,24 +275,37 @@ def _fold_edge_counts(meta, edge_marg, weight, params):
 
 
 @njit(cache=True)
-def estep_fold(ex, ints, layout, meta, params, derived, weight):
-    """estep_example under sum, its counts folded into the statistics `params` holds as they are
-    made (emc/codegen/abi.py): every read of params (prepare's, the emission scores) comes first."""
-    semiring = SUM
+def estep_fold(examples, ints, layout, meta, params, weights, scales, log_z):
+    """Stepwise EM's updates with m = 1 over `examples` in turn (emc/codegen/abi.py): each one's
+    transition scores and E-step from `params` as they stand, its counts times weights[q] added
+    into theta and the row totals, then the scale set to scales[q]. Every buffer is taken once for
+    the run (prepare's scores, the node scores and marginals of the longest example, the edge
+    marginals), and prepare is called here, not through a pointer for each example. The scores
+    are prepare's own: the in-process pass projects nothing (a projecting fit steps by E-steps)."""
     K = meta[M_STATES]
     offsets = array(ints, layout, A_OFFSETS)
-    n = offsets[ex + 1] - offsets[ex]
-    trans, initial, final, trans_t = _split(derived, K)
-    node = _emission_scores(ex, ints, layout, meta, params)
-    states, lo, hi = _allowed_states(ex, ints, layout, meta)
-    node_marg = np.empty((n, K))
+    longest = 0
+    for q in range(examples.shape[0]):
+        longest = max(longest, offsets[examples[q] + 1] - offsets[examples[q]])
+    node_rows, marg_rows = np.empty(longest * K), np.empty(longest * K)
     edge_marg = np.empty((K, K))
-    log_z = dp.marginals_by_pointer(semiring, node, trans, trans_t, initial, final, states, lo, hi, node_marg, edge_marg)
-    if not log_z > -np.inf:
-        return log_z
-    _fold_node_counts(ex, ints, layout, meta, node_marg, weight, params)
-    _fold_edge_counts(meta, edge_marg, weight, params)
-    return log_z
+    derived = prepare(meta, params)
+    trans, initial, final, trans_t = _split(derived, K)
+    scale = params[4]
+    for q in range(examples.shape[0]):
+        ex = examples[q]
+        n = offsets[ex + 1] - offsets[ex]
+        if q > 0:
+            _prepare_into(meta, params, derived)
+        node, node_marg = node_rows[:n * K].reshape((n, K)), marg_rows[:n * K].reshape((n, K))
+        _emission_into(ex, ints, layout, meta, _emission_readers(params, meta), node, dp.lone_layout(n), np.int64(0))
+        states, lo, hi = _allowed_states(ex, ints, layout, meta)
+        log_z[q] = dp.marginals_by_pointer(np.int64(SUM), node, trans, trans_t, initial, final, states, lo, hi,
+                                           node_marg, edge_marg)
+        if log_z[q] > -np.inf:
+            _fold_node_counts(ex, ints, layout, meta, node_marg, weights[q], params)
+            _fold_edge_counts(meta, edge_marg, weights[q], params)
+        scale[0] = scales[q]
 
 
 # Sequences per batched DP call: small enough that a batch's rows stay in cache (the batched

@@ -38,10 +38,11 @@ def sentences(seed: int, count: int = 40) -> list[str]:
 def both_passes(problem, settings, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
     """The fitted weights through estep_fold, and through the tracked pass (estep_fold hidden)."""
     used = []
-    compiled = online._compiled
+    fold_pass, compiled = online._fold_pass, online._compiled
+    monkeypatch.setattr(online, "_fold_pass", lambda *a: used.append("fold") or fold_pass(*a))
     monkeypatch.setattr(online, "_compiled", lambda name: used.append(name) or compiled(name))
     folded = fit(problem, settings).params.weights(problem.layout)
-    assert used and set(used) == {"stepwise_fold_pass"}
+    assert used and set(used) == {"fold"}
     monkeypatch.delattr(problem.model.module, "estep_fold")
     tracked = fit(problem, settings).params.weights(problem.layout)
     assert used[-1] == "stepwise_tracked_pass"

@@ -32,12 +32,13 @@ and may export
         in its place under sum (emc/runtime/kernels.py: estep_for): a glue whose E-step branches on the semiring (a
         rules program's read-back for hard EM and sampling; the DMV's, the PCFG's and the HMM aligner's DP under
         sum, the other semirings' apart) compiles only the sum's branch there.
-    estep_fold(ex, ints, layout, meta, params, derived, weight) -> float64
-        estep_example under sum with the example's expected counts times `weight` added straight
-        into the statistics `params` holds (theta[i] += c_i * weight, and as much to the total of
-        entry i's row), each after every read of `params` the example makes: stepwise EM's update
-        with m = 1 (emc/runtime/online.py) without a count buffer, marks or a list of the entries
-        written, which the update then walks again. Returns log Z (nothing added when it is -inf).
+    estep_fold(examples, ints, layout, meta, params, weights, scales, log_z) -> None
+        Stepwise EM's updates with m = 1 (emc/runtime/online.py) over examples[q] in turn: its
+        E-step under sum from `params` as they stand (log Z into log_z[q]), its expected counts
+        times weights[q] added straight into the statistics `params` holds (theta[i] += c_i *
+        weights[q], and as much to the total of entry i's row) after every read of `params` the
+        example makes, then params' scale set to scales[q]: no count buffer, marks or list of the
+        entries written, which the update would walk again, and one call for a run of examples.
 
 Data travel as one int32 array `ints` holding every packed array of the corpus, cut by `layout`
 (array a is ints[layout[a]:layout[a+1]]), and the sizes the code needs (space sizes, table
@@ -75,7 +76,6 @@ PREPARE_SIGNATURE = DERIVED(META, PARAMS)
 ESTEP_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int64, types.float64, COUNTS)
 DECODE_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.int32[::1])
 POSTERIOR_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1])
-FOLD_SIGNATURE = types.float64(types.int64, INTS, LAYOUT, META, PARAMS, DERIVED, types.float64)
 ESTEP_BATCH_SIGNATURE = types.int64(types.int64[::1], INTS, LAYOUT, META, PARAMS, DERIVED, types.float64[::1], COUNTS,
                                     types.float64[::1], types.int64[::1])
 
@@ -85,7 +85,6 @@ DECODE_FUNCTION = types.FunctionType(DECODE_SIGNATURE)
 SAMPLE_FUNCTION = DECODE_FUNCTION  # sample_example has decode_example's signature
 POSTERIOR_FUNCTION = types.FunctionType(POSTERIOR_SIGNATURE)
 ESTEP_BATCH_FUNCTION = types.FunctionType(ESTEP_BATCH_SIGNATURE)
-FOLD_FUNCTION = types.FunctionType(FOLD_SIGNATURE)
 
 # Meta slots of a table: where its entries and rows start, and its shape.
 TABLE_OFFSET, TABLE_ROW_OFFSET, TABLE_ROWS, TABLE_OUTCOMES, TABLE_INDEX = range(5)

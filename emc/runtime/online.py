@@ -48,8 +48,8 @@ import sys
 import numpy as np
 from numba import njit, types
 
-from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, FOLD_FUNCTION, INTS,
-                             LAYOUT, META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
+from emc.codegen.abi import (COUNTS, ESTEP_BATCH_FUNCTION, ESTEP_BATCH_SIGNATURE, ESTEP_FUNCTION, INTS, LAYOUT,
+                             META, PARAMS, PREPARE_FUNCTION, TABLE_OFFSET, TABLE_OUTCOMES)
 from emc.runtime.kernels import compile_on_first_use, estep_batch_for, estep_for
 from emc.structures.buffers import grow
 from emc.structures.semiring import SUM
@@ -194,11 +194,10 @@ def stepwise_pass(prepare, estep, estep_batch, batched, order, batch_size: int, 
     arguments as esteps gives them; returns (sum of weighted log Z, updates done so far). The
     whole tables' entries must be marked (mark_whole_tables). theta is rescaled when the scale
     leaves [rescale_below, 1 / rescale_below]. With m = 1 through the module's estep_fold when
-    it has one (emc/codegen/abi.py; _stepwise_fold_pass), else the tracked E-step and update."""
+    it has one (emc/codegen/abi.py; _fold_pass), else the tracked E-step and update."""
     fold = getattr(sys.modules[prepare.py_func.__module__], "estep_fold", None) if batch_size == 1 else None
     if fold is not None:
-        return _compiled("stepwise_fold_pass")(prepare, fold, order, k, alpha, weights, ints, layout, meta, params,
-                                                log_z, rescale_below)
+        return _fold_pass(fold, order, k, alpha, weights, ints, layout, meta, params, log_z, rescale_below)
     return _compiled("stepwise_tracked_pass")(prepare, estep, estep_batch, batched, order, batch_size, k, alpha,
                                               weights, ints, layout, meta, params, row_of, whole, buffer, log_z,
                                               rescale_below)
@@ -209,24 +208,28 @@ def _compiled(name: str):
     return globals().get(name) or __getattr__(name)
 
 
-def _stepwise_fold_pass(prepare, fold, order, k, alpha, weights, ints, layout, meta, params, log_z, rescale_below):
-    """stepwise_pass with m = 1 through estep_fold: update k's counts s, times eta_k / the new
-    scale, go straight into theta and the row totals as the E-step makes them (theta += eta_k s /
-    scale, the tracked update's add), and only the scale is left to change after it."""
+def _fold_pass(fold, order: np.ndarray, k: int, alpha: float, weights: np.ndarray, ints, layout, meta, params,
+               log_z: np.ndarray, rescale_below: float) -> tuple[float, int]:
+    """stepwise_pass with m = 1 through estep_fold: update k + q's counts s, times eta / the new
+    scale, go straight into theta and the row totals (theta += eta s / scale, the tracked update's
+    add, and the same scales, multiplied in the same order), in runs that end where theta is
+    rescaled."""
     theta, row_total, _, _, scale = params
-    total = 0.0
-    for q in range(order.shape[0]):
-        derived = prepare(meta, params)
-        eta = (k + 2.0) ** (-alpha)
-        shrunk = scale[0] * (1.0 - eta)  # the E-step reads the parameters at the old scale
-        ex = order[q]
-        log_z[q] = fold(ex, ints, layout, meta, params, derived, weights[ex] * (eta / shrunk))
-        total += weights[ex] * log_z[q]
-        scale[0] = shrunk
-        if shrunk < rescale_below or shrunk > 1.0 / rescale_below:
+    done = 0
+    while done < len(order):
+        etas = (k + done + 2.0 + np.arange(len(order) - done)) ** -alpha
+        scales = np.cumprod(np.concatenate(([scale[0]], 1.0 - etas)))[1:]
+        leaving = (scales < rescale_below) | (scales > 1.0 / rescale_below)
+        size = int(np.argmax(leaving)) + 1 if leaving.any() else len(etas)
+        run = order[done:done + size]
+        fold(run, ints, layout, meta, params, weights[run] * (etas[:size] / scales[:size]), scales[:size],
+             log_z[done:done + size])
+        if leaving.any():
             _rescale(theta, row_total, scale)
-        k += 1
-    return total, k
+        done += size
+    # added in turn, as the tracked pass adds them
+    total = float(np.cumsum(weights[order] * log_z[:len(order)])[-1]) if len(order) else 0.0
+    return total, k + len(order)
 
 
 def _stepwise_tracked_pass(prepare, estep, estep_batch, batched, order, batch_size, k, alpha, weights, ints, layout,
@@ -456,9 +459,6 @@ _PASSES = {
     "stepwise_tracked_pass": (_stepwise_tracked_pass, types.Tuple((types.float64, types.int64))(
         *_ESTEPS, I64, types.int64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, I64, I64, COUNTS,
         F64, types.float64)),
-    "stepwise_fold_pass": (_stepwise_fold_pass, types.Tuple((types.float64, types.int64))(
-        PREPARE_FUNCTION, FOLD_FUNCTION, I64, types.int64, types.float64, F64, INTS, LAYOUT, META, PARAMS, F64,
-        types.float64)),
     "incremental_replay_pass": (_incremental_replay_pass, types.float64(
         *_ESTEPS, I64, I64, I64, F64, INTS, LAYOUT, META, PARAMS, I64, U8, COUNTS, F64, RUNS, ROW_SPANS)),
     "incremental_listing_pass": (_incremental_listing_pass, types.Tuple((types.float64, RUNS))(
