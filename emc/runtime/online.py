@@ -14,8 +14,8 @@ proportion to what the mini-batch touched. When `scale` drifts far from 1, theta
 are rescaled (once in many updates) so nothing under- or overflows. With m = 1, a module that
 exports estep_fold (emc/codegen/abi.py; the first-order chain's) adds eta_k s / scale into theta and
 the row totals itself, as its E-step makes s: one example's E-step reads the parameters before it
-writes any count, so nothing is kept, marked, listed or walked again (a stepwise pass over
-CoNLL-2000 a quarter shorter).
+writes any count, so nothing is kept, marked, listed or walked again, and one call runs a whole
+run of updates with its buffers taken once (a stepwise pass over CoNLL-2000 a third shorter).
 
 incremental (Neal & Hinton 1998): the examples are cut once into fixed blocks (one example each
 in the textbook update; Neal & Hinton allow any fixed partition); each block's statistics s_b are
