@@ -17,7 +17,8 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows, transposed, weight_block
+from emc.structures.rules.contract import (add_token_rows, contract_rows, count_rows, gather_rows, scatter_rows, transposed,
+                                          weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 5  # a decoded part: its number, then its variables
@@ -857,6 +858,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_token_0 = np.empty(ln, np.int64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
+    rg2_token_0 = np.empty(rr2 * ln)
     for lev in range(n + 3):
         live[lev] = 0
         for lq in range(ln):
@@ -915,12 +917,14 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    gather_rows(rt2, rl_token_0, ln, rg2_token_0)
+                    for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 for lq in range(ln):
-                                    rl_rw1[np.uint64(lq)] = read_hoisted(rt2, (rv2) * size_0 + rv1, rl_token_0[np.uint64(lq)])
+                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)]
                                     rl_acc[np.uint64(lq)] = 0.0
                                 for rv3 in range(0, ra1 + 1):
                                     rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
@@ -1050,6 +1054,9 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     rl_ru0 = np.empty(ln, np.float64)
     rl_rw1 = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
+    rg2_token_0 = np.empty(rr2 * ln)
+    rs2_token_0 = np.zeros(rr2 * ln)
+    rn2_token_0 = np.zeros(rr2, np.uint8)
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
     rsc1 = np.zeros(rr1 * meta[T_1 + TABLE_OUTCOMES])
@@ -1080,12 +1087,14 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    gather_rows(rt2, rl_token_0, ln, rg2_token_0)
+                    for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 for lq in range(ln):
-                                    rl_rw1[np.uint64(lq)] = read_hoisted(rt2, (rv2) * size_0 + rv1, rl_token_0[np.uint64(lq)])
+                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)]
                                     rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)]
                                     rl_rm1[np.uint64(lq)] = 0.0
                                     rl_rg[np.uint64(lq)] = 0.0
@@ -1101,13 +1110,11 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                                 for lq in range(ln):
                                     rl_rm1[np.uint64(lq)] += rl_rg[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
                                 if counting:
+                                    rn2_token_0[np.uint64((rv2) * size_0 + rv1)] = 1
                                     for lq in range(ln):
-                                        cell = ro2 + (rl_token_0[np.uint64(lq)]) * rr2 + (rv2) * size_0 + rv1
-                                        dense[cell] += rl_rm1[np.uint64(lq)]
-                                        if tracked and mark[cell] == 0:
-                                            mark[cell] = 1
-                                            listed += 1
-                                            touched[listed] = cell
+                                        rs2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)] += rl_rm1[np.uint64(lq)]
+                    if counting:
+                        listed = add_token_rows(dense, mark, touched, listed, ro2, rr2, rl_token_0, ln, rs2_token_0, rn2_token_0)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:

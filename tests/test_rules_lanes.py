@@ -99,6 +99,7 @@ def check_lanes(problem, rng, monkeypatch, impossible_word) -> None:
                               executor.prepare(params), weights, counts, np.empty(len(examples)), deferred)
     # most went as lanes (not the lone long one, nor a group with an impossible example): this tests the lanes
     assert left < len(examples) // 2
+    check_tracked_lanes(module, problem, executor, params, weights, examples, counts[0])
 
     assert estep_batch_for(module, len(examples)) is None  # too few examples to pay for the lanes
     monkeypatch.setattr(module, "BATCH_MIN", 0)  # the executor takes the lanes for these few examples too
@@ -110,6 +111,24 @@ def check_lanes(problem, rng, monkeypatch, impossible_word) -> None:
     np.testing.assert_array_equal(np.isneginf(result.log_z), impossible)
     np.testing.assert_allclose(result.log_z[~impossible], expected_log_z[~impossible], rtol=1e-11)
     np.testing.assert_allclose(result.counts, expected_counts, rtol=1e-9, atol=1e-12)
+
+
+def check_tracked_lanes(module, problem, executor, params, weights, examples, untracked) -> None:
+    """The lanes with tracked counts (stepwise and incremental EM's mini-batches: each entry
+    written listed once in touched[1:touched[0] + 1]) write the same counts as untracked, and list
+    exactly the entries written."""
+    size = problem.layout.size
+    dense, mark, touched = np.zeros(size), np.zeros(size, np.uint8), np.zeros(size + 1, np.int64)
+    deferred = np.empty(len(examples), np.int64)
+    left = module.estep_batch(examples, problem.ints, problem.array_bounds, problem.meta, params.abi(),
+                              executor.prepare(params), weights, (dense, mark, touched), np.empty(len(examples)),
+                              deferred)
+    assert left < len(examples) // 2
+    np.testing.assert_allclose(dense, untracked, rtol=1e-12, atol=1e-300)
+    listed = touched[1:touched[0] + 1]
+    assert len(set(listed.tolist())) == len(listed)  # none twice
+    assert set(np.flatnonzero(dense).tolist()) <= set(listed.tolist())
+    np.testing.assert_array_equal(np.flatnonzero(mark), np.sort(listed))
 
 
 @pytest.mark.parametrize("name", ONE_BY_ONE)

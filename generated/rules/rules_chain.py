@@ -16,7 +16,8 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import contract_rows, count_rows, scatter_rows, transposed, weight_block
+from emc.structures.rules.contract import (add_token_rows, contract_rows, count_rows, gather_rows, scatter_rows, transposed,
+                                          weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -701,6 +702,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_token_0 = np.empty(ln, np.int64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
+    rg1_token_0 = np.empty(rr1 * ln)
     for lev in range(n + 3):
         live[lev] = 0
         for lq in range(ln):
@@ -747,12 +749,14 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0)
+                    for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
                     rgm0 = contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
-                                rw1 = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
+                                rw1 = rg1_token_0[np.uint64(ln * (rv1) + lq)]
                                 rk0 = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
                                 rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = rk0
                                 chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
@@ -854,6 +858,9 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     rl_roh = np.empty(ln, np.float64)
     rl_rw1 = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
+    rg1_token_0 = np.empty(rr1 * ln)
+    rs1_token_0 = np.zeros(rr1 * ln)
+    rn1_token_0 = np.zeros(rr1, np.uint8)
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
     for lq in range(ln):
@@ -882,25 +889,25 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0)
+                    for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
                     rcm0 = np.zeros(((min(ra0, (-1 + ra0))) - (0) + 1) * ln)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
-                                rl_rw1[np.uint64(lq)] = read_hoisted(rt1, rv1, rl_token_0[np.uint64(lq)])
+                                rl_rw1[np.uint64(lq)] = rg1_token_0[np.uint64(ln * (rv1) + lq)]
                                 rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
                                 rl_rk0[np.uint64(lq)] = rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
                                 rcm0[np.uint64(ln * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
                             if counting:
+                                rn1_token_0[np.uint64(rv1)] = 1
                                 for lq in range(ln):
-                                    cell = ro1 + (rl_token_0[np.uint64(lq)]) * rr1 + rv1
-                                    dense[cell] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
-                                    if tracked and mark[cell] == 0:
-                                        mark[cell] = 1
-                                        listed += 1
-                                        touched[listed] = cell
+                                    rs1_token_0[np.uint64(ln * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
                     scatter_rows(rwt0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
                     count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
+                    if counting:
+                        listed = add_token_rows(dense, mark, touched, listed, ro1, rr1, rl_token_0, ln, rs1_token_0, rn1_token_0)
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:

@@ -119,3 +119,80 @@ def multiply(A, a, row_step, j_step, rows, M, m, panel_rows, n, C, c, add):
         for first in range(0, rows, TILE_ROWS):
             _tile(A, a + first * row_step, row_step, j_step, min(TILE_ROWS, rows - first), M, m_row, m_column, n, C,
                   c + first, k, vectors, add)
+
+
+# A wider tile for products whose result rows are long (a rule program's lanes, emc/structures/
+# rules/contract.py: K rows of up to 128 lanes): 5 rows x 4 vectors, 20 accumulators, which only
+# AVX-512's 32 registers hold. Over 45 x 46 weights times 46 x 128 lanes it ran at 109 GFLOP/s
+# where `multiply`'s 4 x 3 tile ran at 82 (128 lanes are 16 vectors: five panels of three and one
+# of a single vector computed as three); bit-identical to it (the same sums in the same order).
+WIDE_ROWS, WIDE_VECTORS = 5, 4
+WIDE_COLUMNS = WIDE_VECTORS * LANES
+
+
+@njit(inline="always")
+def _wide_start(C, row, columns, add):
+    """A row of the wide tile's accumulators: zero, or the row of C it adds to."""
+    if not add:
+        z = zero()
+        return z, z, z, z
+    return load(C, row, columns[0]), load(C, row, columns[1]), load(C, row, columns[2]), load(C, row, columns[3])
+
+
+@njit(inline="always")
+def _wide_store(C, row, columns, vectors, v0, v1, v2, v3):
+    _store_row(C, row, columns, vectors, v0, v1, v2)
+    if vectors > 3:
+        store(C, row, columns[3], v3)
+
+
+@njit(inline="always")
+def _wide_tile(A, a, row_step, j_step, rows, M, m, n, C, c, k, vectors, add):
+    """_tile's sums over WIDE_ROWS rows and WIDE_VECTORS vectors (M's columns are C's)."""
+    last = (vectors - 1) * LANES
+    columns = (k, k + min(LANES, last), k + min(2 * LANES, last), k + min(3 * LANES, last))
+    a1, a2 = a + min(1, rows - 1) * row_step, a + min(2, rows - 1) * row_step
+    a3, a4 = a + min(3, rows - 1) * row_step, a + min(4, rows - 1) * row_step
+    c1, c2, c3, c4 = c + min(1, rows - 1), c + min(2, rows - 1), c + min(3, rows - 1), c + min(4, rows - 1)
+    p0, p1, p2, p3 = _wide_start(C, c, columns, add)
+    q0, q1, q2, q3 = _wide_start(C, c1, columns, add)
+    r0, r1, r2, r3 = _wide_start(C, c2, columns, add)
+    s0, s1, s2, s3 = _wide_start(C, c3, columns, add)
+    t0, t1, t2, t3 = _wide_start(C, c4, columns, add)
+    for j in range(n):
+        row, step = m + j, j * j_step
+        v0, v1 = load(M, row, columns[0]), load(M, row, columns[1])
+        v2, v3 = load(M, row, columns[2]), load(M, row, columns[3])
+        x = at(A, a + step)
+        p0, p1, p2, p3 = fma(x, v0, p0), fma(x, v1, p1), fma(x, v2, p2), fma(x, v3, p3)
+        x = at(A, a1 + step)
+        q0, q1, q2, q3 = fma(x, v0, q0), fma(x, v1, q1), fma(x, v2, q2), fma(x, v3, q3)
+        x = at(A, a2 + step)
+        r0, r1, r2, r3 = fma(x, v0, r0), fma(x, v1, r1), fma(x, v2, r2), fma(x, v3, r3)
+        x = at(A, a3 + step)
+        s0, s1, s2, s3 = fma(x, v0, s0), fma(x, v1, s1), fma(x, v2, s2), fma(x, v3, s3)
+        x = at(A, a4 + step)
+        t0, t1, t2, t3 = fma(x, v0, t0), fma(x, v1, t1), fma(x, v2, t2), fma(x, v3, t3)
+    _wide_store(C, c, columns, vectors, p0, p1, p2, p3)
+    if rows > 1:
+        _wide_store(C, c1, columns, vectors, q0, q1, q2, q3)
+    if rows > 2:
+        _wide_store(C, c2, columns, vectors, r0, r1, r2, r3)
+    if rows > 3:
+        _wide_store(C, c3, columns, vectors, s0, s1, s2, s3)
+    if rows > 4:
+        _wide_store(C, c4, columns, vectors, t0, t1, t2, t3)
+
+
+@njit(cache=True)
+def multiply_wide(A, a, row_step, j_step, rows, M, m, n, C, c, add):
+    """multiply's C[c + r] (+)= sum_{j < n} A[a + r row_step + j j_step] M[m + j] with the wide
+    tile; M's rows as wide as C's (padded_width columns, the padding zero). AVX-512 only (on
+    AVX2 its accumulators would not fit the registers: callers take `multiply` there)."""
+    width = C.shape[1]
+    for panel in range((width + WIDE_COLUMNS - 1) // WIDE_COLUMNS):
+        k = panel * WIDE_COLUMNS
+        vectors = min(WIDE_VECTORS, (width - k) // LANES)
+        for first in range(0, rows, WIDE_ROWS):
+            _wide_tile(A, a + first * row_step, row_step, j_step, min(WIDE_ROWS, rows - first), M, m, n, C,
+                       c + first, k, vectors, add)

@@ -104,6 +104,46 @@ def store(typingctx, array, i, j, value):
     return types.void(array, i, j, lanes), codegen
 
 
+def _butterflies(builder, rows):
+    """The LANES vectors `rows` transposed: log2(LANES) rounds of shuffles, each pairing the rows
+    w apart and trading their blocks of w lanes (w = 1, 2, 4 ...)."""
+    lane = ir.IntType(32)
+    w = 1
+    while w < LANES:
+        for i in range(LANES):
+            if i & w:
+                continue
+            low = [p if not p & w else LANES + p - w for p in range(LANES)]
+            high = [p + w if not p & w else LANES + p for p in range(LANES)]
+            a, b = rows[i], rows[i + w]
+            rows[i] = builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(lane, LANES), low))
+            rows[i + w] = builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(lane, LANES), high))
+        w *= 2
+    return rows
+
+
+@intrinsic
+def transpose(typingctx, source, i, j, rows, target, k, m):
+    """target[k + p, m + q] = source[i + min(q, rows - 1), j + p] for p, q < LANES: a block of
+    LANES x LANES values of a 2-D array transposed into another, in registers (loads, shuffles,
+    stores: a copy a value at a time writes each one apart). A block of fewer source rows repeats
+    its last one, so it reads nothing past them."""
+    def codegen(context, builder, signature, args):
+        src_type, _, _, _, dst_type, _, _ = signature.args
+        src, i, j, rows, dst, k, m = args
+        last = builder.add(i, builder.sub(rows, ir.Constant(rows.type, 1)))
+        loaded = []
+        for q in range(LANES):
+            row = builder.add(i, ir.Constant(i.type, q))
+            row = builder.select(builder.icmp_signed("<", row, last), row, last)
+            loaded.append(builder.load(_address(context, builder, src_type, src, row, j), align=8))
+        for p, vector in enumerate(_butterflies(builder, loaded)):
+            row = builder.add(k, ir.Constant(k.type, p))
+            builder.store(vector, _address(context, builder, dst_type, dst, row, m), align=8)
+        return context.get_dummy_value()
+    return types.void(source, i, j, rows, target, k, m), codegen
+
+
 @intrinsic
 def at(typingctx, array, i):
     """array[i] of a 1-D array, a scalar read without numba's wraparound of negative indices

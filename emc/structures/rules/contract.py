@@ -13,15 +13,19 @@ are taken contiguous, once per pass when the bounds do not change with the level
 
 The products are the chain's register tiles (emc/structures/chain/products.py: at the chain's 45
 states they ran 2.5x as fast as numpy's OpenBLAS, whose small products spend as long packing as
-multiplying). The tiles read and write rows of whole vectors: the lanes' rows are, when ln is a
-multiple of vectors.LANES (a full group of 128 lanes); a shorter group's rows are copied into
-zero-padded ones first (a copy of a row per product, against a row's worth of multiply-adds per
-state). D C^T sums over the lanes, so C is read transposed, copied into rows of a lane each.
+multiplying), W C and W^T D with its wide tile on AVX-512 (the lanes' rows are long). The tiles
+read and write rows of whole vectors: the lanes' rows are, when ln is a multiple of
+vectors.LANES (a full group of 128 lanes); a shorter group's rows are copied into zero-padded ones
+first (a copy of a row per product, against a row's worth of multiply-adds per state). D C^T sums
+over the lanes, so C is read transposed, copied into rows of a lane each a block of vectors at a
+time (vectors.transpose: copied one value at a time, the copy took 4 ms of the chain's E-step).
 """
 import numpy as np
 from numba import njit
 
-from emc.structures.chain.products import multiply, padded_width
+from emc.structures.chain.products import (TILE_ROWS, TILE_VECTORS, WIDE_ROWS, WIDE_VECTORS, multiply,
+                                           multiply_wide, padded_width)
+from emc.structures.chain.vectors import LANES, transpose
 
 SET, ADD = np.int64(0), np.int64(1)  # a product's result replaces its target's rows, or adds to them
 
@@ -61,11 +65,38 @@ def _padded(rows):
 
 
 @njit(cache=True)
-def _times(block, right, target, add):
+def _times_wide(block, right, target, add):
     """target (+)= block @ right: right and target with the same whole-vector width."""
+    rows, n = block.shape
+    multiply_wide(block.reshape(block.size), np.int64(0), n, np.int64(1), rows, right, np.int64(0), n, target,
+                  np.int64(0), add)
+
+
+@njit(cache=True)
+def _times_narrow(block, right, target, add):
     rows, n = block.shape
     multiply(block.reshape(block.size), np.int64(0), n, np.int64(1), rows, right, np.int64(0), np.int64(0), n,
              target, np.int64(0), add)
+
+
+@njit(inline="always")
+def _tiled(rows, vectors, tile_rows, tile_vectors):
+    """The values a tile computes over rows x vectors, its last ones short of a tile included."""
+    return (rows + tile_rows - 1) // tile_rows * tile_rows * ((vectors + tile_vectors - 1) // tile_vectors * tile_vectors)
+
+
+@njit(cache=True)
+def _times_best(block, right, target, add):
+    """target (+)= block @ right with the tile that computes the fewest padded values: the wide
+    tile but where the narrow one fits the rows and vectors better (3 or 6 vectors of lanes)."""
+    rows, vectors = block.shape[0], target.shape[1] // LANES
+    if _tiled(rows, vectors, TILE_ROWS, TILE_VECTORS) < _tiled(rows, vectors, WIDE_ROWS, WIDE_VECTORS):
+        _times_narrow(block, right, target, add)
+    else:
+        _times_wide(block, right, target, add)
+
+
+_times = _times_best if LANES == 8 else _times_narrow
 
 
 @njit(cache=True)
@@ -102,11 +133,16 @@ def scatter_rows(block_t, out, ln, base, heads):
 
 @njit(cache=True)
 def _by_lane(rows):
-    """rows (count x ln) transposed: row `lane` holds the lane's values, zero-padded to whole vectors."""
+    """rows (count x ln) transposed: row `lane` holds the lane's values, its padding to whole
+    vectors left as it is (a product's padded result columns, which count_rows does not read)."""
     count, ln = rows.shape
-    out = np.zeros((ln, padded_width(count)))
-    for r in range(count):
-        for lane in range(ln):
+    out = np.empty((ln, padded_width(count)))
+    whole_lanes = ln // LANES * LANES
+    for r in range(0, count, LANES):
+        for lane in range(0, whole_lanes, LANES):
+            transpose(rows, r, lane, min(LANES, count - r), out, lane, r)
+    for r in range(count):  # the lanes short of a vector, a value at a time
+        for lane in range(whole_lanes, ln):
             out[lane, r] = rows[r, lane]
     return out
 
@@ -121,3 +157,73 @@ def count_rows(counts, stride, klo, khi, jlo, jhi, chart, ln, base, heads):
     for k in range(rows):
         for j in range(columns):
             counts[(klo + k) * stride + jlo + j] += block[k, j]
+
+
+@njit(cache=True)
+def _lanes_by_row(by_lane, rows, ln, out):
+    """out[r * ln + lane] = by_lane[lane, r] for r < rows, lane < ln: blocks of vectors transposed
+    in registers, the rows and lanes short of a block a value at a time."""
+    whole_rows, whole_lanes = rows // LANES * LANES, ln // LANES * LANES
+    target = out[:whole_rows * ln].reshape(whole_rows, ln)
+    for r in range(0, whole_rows, LANES):
+        for lane in range(0, whole_lanes, LANES):
+            transpose(by_lane, lane, r, LANES, target, r, lane)
+    for r in range(rows):
+        for lane in range(whole_lanes if r < whole_rows else 0, ln):
+            out[np.uint64(r * ln + lane)] = by_lane[lane, r]
+
+
+@njit(cache=True)
+def _rows_by_lane(values, rows, ln, by_lane):
+    """by_lane[lane, r] = values[r * ln + lane]: _lanes_by_row the other way."""
+    whole_rows, whole_lanes = rows // LANES * LANES, ln // LANES * LANES
+    source = values[:whole_rows * ln].reshape(whole_rows, ln)
+    for r in range(0, whole_rows, LANES):
+        for lane in range(0, whole_lanes, LANES):
+            transpose(source, r, lane, LANES, by_lane, lane, r)
+    for r in range(rows):
+        for lane in range(whole_lanes if r < whole_rows else 0, ln):
+            by_lane[lane, r] = values[np.uint64(r * ln + lane)]
+
+
+@njit(cache=True)
+def gather_rows(reader, tokens, ln, out):
+    """out[r * ln + lane] = the table's weight of row r at outcome tokens[lane], for every row
+    (emc/codegen/abi.py: read_hoisted through `reader`): each lane's token's row, read in one
+    stride, laid out as the chart lays out a level's cells (lanes.py: TokenRows)."""
+    theta, offset, rows, scale, add, inverse = reader
+    by_lane = np.empty((ln, rows))
+    for lane in range(ln):
+        first = offset + tokens[np.uint64(lane)] * rows
+        row = by_lane[lane]
+        for r in range(rows):
+            row[r] = (theta[np.uint64(first + r)] * scale + add) * inverse[np.uint64(r)]
+    _lanes_by_row(by_lane, rows, ln, out)
+
+
+@njit(cache=True)
+def add_token_rows(dense, mark, touched, listed, start, rows, tokens, ln, sums, written):
+    """The counts a pass summed over the lanes into a token's row (sums[r * ln + lane] for the rows
+    r `written` marks), each lane's into its token's row of the counts, dense[start + tokens[lane]
+    * rows + r], a lane's row at a time; listed when tracked (returns the new count listed). Leaves
+    sums and written zero for the next level."""
+    tracked = touched.shape[0] > 0
+    by_lane = np.empty((ln, rows))
+    _rows_by_lane(sums, rows, ln, by_lane)
+    for lane in range(ln):
+        first = start + tokens[np.uint64(lane)] * rows
+        column, values = dense[first:first + rows], by_lane[lane]
+        for r in range(rows):  # an unwritten row's sums are zero
+            column[r] += values[r]
+        if tracked:
+            for r in range(rows):
+                cell = first + r
+                if written[np.uint64(r)] != 0 and mark[cell] == 0:
+                    mark[cell] = 1
+                    listed += 1
+                    touched[listed] = cell
+    for q in range(rows * ln):
+        sums[np.uint64(q)] = 0.0
+    for r in range(rows):
+        written[np.uint64(r)] = 0
+    return listed

@@ -281,18 +281,134 @@ def dtype(local: str) -> str:
     return "np.int64" if INTEGER.fullmatch(local) else "np.float64"
 
 
+# A token's row of a table with few rows (an emission's states), over the lanes: each lane reads
+# its own token's row, a scattered load per state and lane, and sums its counts into that row, a
+# scattered add per state and lane (neither vectorises: a third of the chain's outside pass). So
+# once the token is read, the rows the pass reads are gathered for all lanes (rg<q>_<token>, row r
+# of the lanes at r * ln: read as a chart is), and its counts are summed there (rs<q>_<token>,
+# with the rows it wrote marked in rn<q>_<token>) and added to each lane's row of the counts when
+# the token's scope closes, a lane's row at a time (contract.py: gather_rows, add_token_rows).
+TOKEN = re.compile(r"^(token_\d+) = ")
+TOKEN_READ = re.compile(r"^(rw\d+) = read_hoisted\(rt(\d+), (.+), (token_\d+)\)$")
+COUNT_CELL = re.compile(r"^cell = ro(\d+) \+ \((token_\d+)\) \* rr\1 \+ (.+)$")
+COUNT_ADD = re.compile(r"^dense\[cell\] \+= (.+)$")
+
+
+@dataclass
+class TokenRows:
+    """The token rows a pass gathers and sums over the lanes, as (table number, token local)."""
+
+    gathered: set[tuple[str, str]] = field(default_factory=set)
+    summed: set[tuple[str, str]] = field(default_factory=set)
+
+    def buffers(self) -> list[str]:
+        """The lines allocating their arrays, once a pass (rows: the table's, rr<q>)."""
+        lines = [f"rg{q}_{t} = np.empty(rr{q} * {WIDTH})" for q, t in sorted(self.gathered)]
+        for q, t in sorted(self.summed):
+            lines += [f"rs{q}_{t} = np.zeros(rr{q} * {WIDTH})", f"rn{q}_{t} = np.zeros(rr{q}, np.uint8)"]
+        return lines
+
+    @property
+    def arrays(self) -> set[str]:
+        return {f"rg{q}_{t}" for q, t in self.gathered} | {f"rs{q}_{t}" for q, t in self.summed}
+
+    def merge(self, other: "TokenRows") -> None:
+        self.gathered |= other.gathered
+        self.summed |= other.summed
+
+
+def _count_of(node: Node, token: str, lanes: Lanes) -> tuple[str, str, str] | None:
+    """(table, row, value) of a count into a token's row (codegen._count_lines), else None."""
+    if node.text != "if counting:" or len(node.children) != 3:
+        return None
+    cell, add, listing = node.children
+    at, value = COUNT_CELL.match(cell.text), COUNT_ADD.match(add.text)
+    if not (at and value and listing.text.startswith("if tracked")) or at.group(2) != token:
+        return None
+    if lanes.mentions(at.group(3)):
+        return None
+    return at.group(1), at.group(3), value.group(1)
+
+
+def _shared_walk(nodes: list[Node], lanes: Lanes):
+    """_walk, but not into a condition on a lane's values (what it guards runs lane by lane)."""
+    for node in nodes:
+        yield node
+        if not (node.block and lanes.mentions(node.text)):
+            yield from _shared_walk(node.children, lanes)
+
+
+def _rewrite_rows(nodes: list[Node], token: str, lanes: Lanes, rows: TokenRows, found: set) -> bool:
+    """Reads and counts of `token`'s rows in nodes (and below) as reads and sums of the lanes'
+    arrays, their tables into `found`; False (nothing changed) when something below assigns the
+    token again."""
+    if any(TOKEN.match(n.text) and n.text.startswith(token + " ") for n in _walk(nodes)):
+        return False
+    for node in _shared_walk(nodes, lanes):
+        read = TOKEN_READ.match(node.text)
+        if read and read.group(4) == token and not lanes.mentions(read.group(3)):
+            local, q, row = read.group(1), read.group(2), read.group(3)
+            node.text = f"{local} = rg{q}_{token}[np.uint64({row})]"
+            rows.gathered.add((q, token))
+            found.add(("read", q))
+            continue
+        count = _count_of(node, token, lanes)
+        if count is not None:
+            q, row, value = count
+            node.children = [Node(f"rn{q}_{token}[np.uint64({row})] = 1"),
+                             Node(f"rs{q}_{token}[np.uint64({row})] += {value}")]
+            rows.summed.add((q, token))
+            found.add(("count", q))
+    return True
+
+
+def _token_rows(nodes: list[Node], lanes: Lanes, rows: TokenRows) -> list[Node]:
+    """nodes with each lane token's reads and counts of a table's rows rewritten (TokenRows): the
+    gathers right after the token is read, the counts' additions where its scope closes."""
+    for node in nodes:
+        node.children = _token_rows(node.children, lanes, rows)
+    out: list[Node] = []
+    for q, node in enumerate(nodes):
+        out.append(node)
+        token = TOKEN.match(node.text)
+        if not token or node.block or token.group(1) not in lanes.varying:
+            continue
+        name = token.group(1)
+        scope = nodes[q + 1:]
+        ends = [r for r, n in enumerate(scope) if TOKEN.match(n.text) and n.text.startswith(name + " ")]
+        scope = scope[:ends[0]] if ends else scope
+        found: set = set()
+        if not _rewrite_rows(scope, name, lanes, rows, found):
+            continue
+        out += [Node(f"gather_rows(rt{t}, rl_{name}, {WIDTH}, rg{t}_{name})") for kind, t in sorted(found)
+                if kind == "read"]
+        closing = [f"listed = add_token_rows(dense, mark, touched, listed, ro{t}, rr{t}, rl_{name}, {WIDTH}, "
+                   f"rs{t}_{name}, rn{t}_{name})" for kind, t in sorted(found) if kind == "count"]
+        if closing:
+            flush = Node("if counting:", [Node(line) for line in closing])
+            at = q + 1 + len(scope)
+            nodes.insert(at, flush)  # placed when the loop reaches it
+    return out
+
+
 def lane_code(lines: list[str], arrays: set[str], given: dict[str, str], varying: set[str] = frozenset()
-              ) -> tuple[list[str], list[str]]:
-    """The lines of a one-example pass over the lanes, and the locals they keep in arrays over the
-    lanes (`rl_<name>`, of length ln, which the caller allocates). `arrays`: the chart-like arrays;
-    `given`: lane values the caller passes as arrays (local -> array); `varying`: locals the
-    caller's own lines keep in arrays over the lanes (`rl_<name>`). Raises NotLaneable."""
+              ) -> tuple[list[str], list[str], TokenRows]:
+    """The lines of a one-example pass over the lanes, the locals they keep in arrays over the
+    lanes (`rl_<name>`, of length ln, which the caller allocates) and the token rows they gather
+    and sum (whose arrays the caller allocates: TokenRows.buffers). `arrays`: the chart-like
+    arrays; `given`: lane values the caller passes as arrays (local -> array); `varying`: locals
+    the caller's own lines keep in arrays over the lanes (`rl_<name>`). Raises NotLaneable."""
     tree = parse(lines)
     lanes = Lanes(set(arrays), dict(given), set(varying), set(varying))
     _find_varying(tree, lanes)
+    rows = TokenRows()
+    tree = _token_rows(tree, lanes, rows)
+    lanes.arrays |= rows.arrays
+    _find_varying(tree, lanes)
     plan = _groups(tree, lanes, [])
     _spread(plan, lanes)
-    return _render(plan, lanes, "", [0]), sorted(lanes.spread)
+    lanes.spread |= {token for _, token in rows.gathered | rows.summed}
+    return _render(plan, lanes, "", [0]), sorted(lanes.spread), rows
 
 
 def _indent(lines: list[str], pad: int = 4) -> list[str]:
@@ -315,15 +431,16 @@ def lanes_inside(reference: list[str], values: list[str], top: list[str], scale:
     arrays over the lanes they use."""
     arrays, given, varying = {"chart", "ls", *products}, {"first": "firsts"}, {"ref", "top", "shrink", "total"}
     spread: set[str] = set(varying)
-    pieces = []
+    pieces, rows = [], TokenRows()
     for piece in (reference, values, top, scale, goal):
-        code, locals_ = lane_code(piece, arrays, given, varying)
+        code, locals_, piece_rows = lane_code(piece, arrays, given, varying)
         pieces.append(code)
         spread |= set(locals_)
+        rows.merge(piece_rows)
     reference, values, top, scale, goal = pieces
     level = f"ls[np.uint64({WIDTH} * lev + {LANE})]"
     ref_at, top_at, total_at = (f"rl_{name}[{LANE_INDEX}]" for name in ("ref", "top", "total"))
-    lines = ["for lev in range(n + 3):", "    live[lev] = 0", f"    for {LANE} in range({WIDTH}):",
+    lines = [*rows.buffers(), "for lev in range(n + 3):", "    live[lev] = 0", f"    for {LANE} in range({WIDTH}):",
              f"        {level} = -np.inf", f"        {ref_at} = -np.inf", *_indent(reference)]
     lines += _indent(_all_or_none(f"{ref_at} == -np.inf", "rdead", ["continue"]))
     lines += _indent([f"for {LANE} in range({WIDTH}):", f"    {level} = {ref_at}", *values, *top])
@@ -343,12 +460,13 @@ def lanes_outside(start: list[str], levels: list[str], close: list[str], product
     marginals and counts, the small tables' counts. The lines and the arrays over the lanes."""
     arrays, given = {"chart", "ls", "out", *products}, {"first": "firsts", "log_z": "log_zs", "weight": "weights"}
     spread: set[str] = set()
-    pieces = []
+    pieces, rows = [], TokenRows()
     for piece in (start, levels, close):
-        code, locals_ = lane_code(piece, arrays, given)
+        code, locals_, piece_rows = lane_code(piece, arrays, given)
         pieces.append(code)
         spread |= set(locals_)
+        rows.merge(piece_rows)
     start, levels, close = pieces
-    lines = [*start, "for lev in range(n + 2, -1, -1):", "    if live[lev] == 0:", "        continue", *_indent(levels),
+    lines = [*rows.buffers(), *start, "for lev in range(n + 2, -1, -1):", "    if live[lev] == 0:", "        continue", *_indent(levels),
              *close]
     return lines, sorted(spread)
