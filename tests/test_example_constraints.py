@@ -4,6 +4,8 @@ a constraint that holds leaving EM bit for bit, the duals carried by a checkpoin
 exact), the algorithms that refuse, the spec's checks, and decoding under the constraint."""
 from __future__ import annotations
 
+import re
+
 import json
 
 import numpy as np
@@ -185,6 +187,7 @@ def test_an_algorithm_that_cannot_project_says_so(tmp_path, algorithm, why):
     ("constraint trans : E[count per a.source] <= 1", "trans", "the name 'trans' is already used"),
     ("constraint c : E[count per a.source] <= 1\nconstraint d : E[count per a.source] <= 2", "constraint d",
      "a spec has one per-example constraint ('c' is one)"),
+    ("constraint c : E[number per a.source] <= 1", "number", "unexpected 'number'"),
 ])
 def test_spec_errors_point_at_the_constraint(line, at, message):
     text = IBM1 + line + "\n"
@@ -194,6 +197,14 @@ def test_spec_errors_point_at_the_constraint(line, at, message):
     assert message in d.message
     lines = text.splitlines()
     assert lines[d.pos.line - 1][d.pos.column - 1:].startswith(at)
+
+
+def test_a_latent_variable_named_count_can_be_constrained():
+    """`count` is the per-example form's word, not a keyword: a latent variable may have the name."""
+    text = re.sub(r"\ba\.", "count.", re.sub(r"latent +a :", "latent count :", IBM1))
+    checked = check(parse_text(constrained(text, "<= 1").replace("a.source", "count.source")))
+    (constraint,) = checked.example_constraints
+    assert constraint.attr.text == "count.source"
 
 
 def test_a_structure_without_positions_to_group_refuses():

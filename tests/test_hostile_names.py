@@ -38,7 +38,7 @@ FIXED_FILES = {"interpolate": {"lm": DATA / "interpolate_lm.txt"}}  # a fixed bl
 # an observed variable's kind, the structure, an argument's name and word value, an attribute,
 # a function, a smoother or prior, an option's argument.
 _FIXED_NAMES = {"observed_item": 1, "latent_decl": 1, "keyword_arg": 0, "word": 0, "attr_step": 0, "call": 0,
-                "smooth_option": 0, "prior_option": 0, "named_option_arg": 0}
+                "smooth_option": 0, "prior_option": 0, "named_option_arg": 0, "example_constraint_decl": 1}
 _DECLARATIONS = ("model_decl", "observed_item", "latent_decl", "block_decl", "weight_decl", "param_decl", "constraint_decl",
                  "example_constraint_decl", "symmetric_constraint_decl", "sparsity_constraint_decl")
 # A structure written as rules names its own things (roles, items, parts, variables, attributes),

@@ -61,6 +61,17 @@ def _tok_pos(tok: Token) -> ir.Pos:
     return ir.Pos(tok.line, tok.column, tok.end_line, tok.end_column)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Misworded:
+    """A statement whose grammar reads a name where the language expects one word (the word is
+    not a keyword there, so that it stays free as a name): reported by parse_text."""
+
+    pos: ir.Pos
+    found: str
+    expected: str
+    hint: str
+
+
 @v_args(meta=True)
 class _ToIR(Transformer):
     """Builds IR nodes bottom-up; statements are collected into a Spec by `parse_text`."""
@@ -208,7 +219,10 @@ class _ToIR(Transformer):
         return ir.SymmetricConstraint(str(name), str(latent), _pos(meta), _tok_pos(name), _tok_pos(latent))
 
     def example_constraint_decl(self, meta, children):
-        name, attr, op, bound = children
+        name, word, attr, op, bound = children
+        if word != "count":
+            return _Misworded(_tok_pos(word), str(word), "count",
+                              "a per-example constraint reads `E[count per a.source] <= 1`")
         return ir.ExampleConstraint(str(name), attr.ref, str(op), bound.value, _pos(meta), _tok_pos(name), bound.pos)
 
     def sparsity_constraint_decl(self, meta, children):
@@ -362,6 +376,8 @@ def parse_text(text: str, path: str = "<spec>") -> ir.Spec:
             getattr(spec, _LIST_OF[type(stmt)]).append(stmt)
         elif isinstance(stmt, (ir.ItemDecl, ir.RuleDecl)):
             _attach_to_structure(spec, sink, stmt)
+        elif isinstance(stmt, _Misworded):
+            sink.error(stmt.pos, f"unexpected {stmt.found!r}", f"expected '{stmt.expected}': {stmt.hint}")
     sink.raise_if_any()
     return spec
 
