@@ -17,8 +17,8 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import (add_token_rows, contract_rows, count_rows, gather_rows, scatter_rows, transposed,
-                                          weight_block)
+from emc.structures.rules.contract import (add_token_rows, contract_rows, count_block, count_rows, gather_rows, lane_rows,
+                                          lane_scratch, lane_stride, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 5  # a decoded part: its number, then its variables
@@ -807,7 +807,8 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 
 
 # The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
-# lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
+# lane innermost; chart cell c of lane l at c * lw + l (lw = lane_stride(ln): whole vectors, the padding
+# lanes zero), level scales likewise.
 LANES = 128
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
 SAVED = 0  # chart-sized parts of the inside's results the outside reads again, one a contraction
@@ -849,6 +850,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rd1 = int(derived[1])
 
     rt2 = table_reader(params, meta, T_2)
+    lw = lane_stride(ln)
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rf = np.empty(ln, np.float64)
@@ -858,11 +860,12 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_token_0 = np.empty(ln, np.int64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
-    rg2_token_0 = np.empty(rr2 * ln)
+    rg2_token_0 = lane_rows(rr2, ln)
+    rb2 = lane_scratch(rr2, ln)
     for lev in range(n + 3):
         live[lev] = 0
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = -np.inf
+            ls[np.uint64(lw * lev + lq)] = -np.inf
             rl_ref[np.uint64(lq)] = -np.inf
         if lev == 0:
             for lq in range(ln):
@@ -872,20 +875,20 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rs = (ls[np.uint64(ln * (0) + lq)] - 0.0)
+                        rs = (ls[np.uint64(lw * (0) + lq)] - 0.0)
                         rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
-                        rs = (ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - 0.0)
+                        rs = (ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - 0.0)
                         rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rs = (ls[np.uint64(ln * ((1 + n)) + lq)] - 0.0)
+                        rs = (ls[np.uint64(lw * ((1 + n)) + lq)] - 0.0)
                         rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         rdead = 0
         for lq in range(ln):
@@ -896,48 +899,48 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         if rdead == ln:
             continue
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)]
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)]
         if lev == 0:
             for lq in range(ln):
                 rl_rf[np.uint64(lq)] = np.exp(0.0 - rl_ref[np.uint64(lq)])
-                chart[np.uint64(ln * (b0) + lq)] = plus(semiring, chart[np.uint64(ln * (b0) + lq)], rl_rf[np.uint64(lq)])
+                chart[np.uint64(lw * (b0) + lq)] = plus(semiring, chart[np.uint64(lw * (b0) + lq)], rl_rf[np.uint64(lq)])
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b0) + lq)]
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * (0) + lq)] - rl_ref[np.uint64(lq)])
+                        rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b0) + lq)]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * (0) + lq)] - rl_ref[np.uint64(lq)])
                     for rv0 in range(0, (-1 + ra0) + 1):
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         for lq in range(ln):
-                            chart[np.uint64(ln * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)] = plus(semiring, chart[np.uint64(ln * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)], (rl_ru0[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0)
+                            chart[np.uint64(lw * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)] = plus(semiring, chart[np.uint64(lw * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)], (rl_ru0[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt2, rl_token_0, ln, rg2_token_0)
+                    gather_rows(rt2, rl_token_0, ln, rg2_token_0, rb2)
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 for lq in range(ln):
-                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)]
+                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(lw * ((rv2) * size_0 + rv1) + lq)]
                                     rl_acc[np.uint64(lq)] = 0.0
                                 for rv3 in range(0, ra1 + 1):
                                     rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                     for lq in range(ln):
-                                        rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)]
+                                        rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)]
                                         rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * rl_ru0[np.uint64(lq)])
                                 for lq in range(ln):
-                                    chart[np.uint64(ln * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)] = plus(semiring, chart[np.uint64(ln * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)], rl_acc[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)])
+                                    chart[np.uint64(lw * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)] = plus(semiring, chart[np.uint64(lw * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)], rl_acc[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)])
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - rl_ref[np.uint64(lq)])
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + n)) + lq)] - rl_ref[np.uint64(lq)])
                     for rv0 in range(0, (-1 + ra0) + 1):
                         for lq in range(ln):
                             rl_acc[np.uint64(lq)] = 0.0
@@ -945,27 +948,27 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                             if 0 <= rv1 <= ra1:
                                 rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
                                 for lq in range(ln):
-                                    rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)]
+                                    rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)]
                                     rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * rl_ru0[np.uint64(lq)])
                         for lq in range(ln):
-                            chart[np.uint64(ln * (b2) + lq)] = plus(semiring, chart[np.uint64(ln * (b2) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
+                            chart[np.uint64(lw * (b2) + lq)] = plus(semiring, chart[np.uint64(lw * (b2) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
         for lq in range(ln):
             rl_top[np.uint64(lq)] = 0.0
         if lev == 0:
             cell = b0
             for lq in range(ln):
-                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         rc0 = lev - 1
         if lo1_0 <= rc0 < lo1_0 + z1_0:
             for rc1 in range(lo1_1, lo1_1 + z1_1):
                 for rc2 in range(lo1_2, lo1_2 + z1_2):
                     cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
                     for lq in range(ln):
-                        rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                        rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         if lev == (n + 2):
             cell = b2
             for lq in range(ln):
-                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         rdead = 0
         for lq in range(ln):
             if not rl_top[np.uint64(lq)] > 0.0:
@@ -974,38 +977,38 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             return False
         if rdead == ln:
             for lq in range(ln):
-                ls[np.uint64(ln * lev + lq)] = -np.inf
+                ls[np.uint64(lw * lev + lq)] = -np.inf
             continue
         for lq in range(ln):
             rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
         if lev == 0:
             cell = b0
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         rc0 = lev - 1
         if lo1_0 <= rc0 < lo1_0 + z1_0:
             for rc1 in range(lo1_1, lo1_1 + z1_1):
                 for rc2 in range(lo1_2, lo1_2 + z1_2):
                     cell = b1 + (rc0 - lo1_0) * s1_0 + (rc1 - lo1_1) * s1_1 + (rc2 - lo1_2) * s1_2
                     for lq in range(ln):
-                        chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                        chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         if lev == (n + 2):
             cell = b2
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
     glev = 0
     for lq in range(ln):
-        rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(ln * (b2) + lq)])
+        rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b2) + lq)])
     glev = (n + 2)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
-            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(ln * glev + lq)]
+            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(lw * glev + lq)]
     return True
 
 
@@ -1046,6 +1049,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt2 = table_reader(params, meta, T_2)
+    lw = lane_stride(ln)
     rl_rb0 = np.empty(ln, np.float64)
     rl_rf = np.empty(ln, np.float64)
     rl_rg = np.empty(ln, np.float64)
@@ -1054,14 +1058,15 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     rl_ru0 = np.empty(ln, np.float64)
     rl_rw1 = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
-    rg2_token_0 = np.empty(rr2 * ln)
-    rs2_token_0 = np.zeros(rr2 * ln)
+    rg2_token_0 = lane_rows(rr2, ln)
+    rs2_token_0 = lane_rows(rr2, ln)
     rn2_token_0 = np.zeros(rr2, np.uint8)
+    rb2 = lane_scratch(rr2, ln)
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
     rsc1 = np.zeros(rr1 * meta[T_1 + TABLE_OUTCOMES])
     for lq in range(ln):
-        out[np.uint64(ln * (b2) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(ln * ((n + 2)) + lq)] - log_zs[np.uint64(lq)])
+        out[np.uint64(lw * (b2) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(lw * ((n + 2)) + lq)] - log_zs[np.uint64(lq)])
     for lev in range(n + 2, -1, -1):
         if live[lev] == 0:
             continue
@@ -1069,17 +1074,17 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
             if 0 <= n <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - ls[np.uint64(ln * (lev) + lq)])
-                        rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b2) + lq)]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + n)) + lq)] - ls[np.uint64(lw * (lev) + lq)])
+                        rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b2) + lq)]
                     for rv0 in range(0, (-1 + ra0) + 1):
                         for rv1 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv1 <= ra1:
                                 rw0 = derived[np.uint64(rd1 + (ra1) * rr1 + (rv1) * size_0 + rv0)]
                                 rl_sum0 = 0.0
                                 for lq in range(ln):
-                                    rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)]
+                                    rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)]
                                     rl_sum0 += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rl_ru0[np.uint64(lq)]
-                                    out[np.uint64(ln * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)] += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
+                                    out[np.uint64(lw * (b1 + (n - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (rv1 - lo1_2) * s1_2) + lq)] += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
                                 rsc1[np.uint64((ra1) * rr1 + (rv1) * size_0 + rv0)] += rl_sum0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
@@ -1087,53 +1092,53 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt2, rl_token_0, ln, rg2_token_0)
+                    gather_rows(rt2, rl_token_0, ln, rg2_token_0, rb2)
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(lw * (lev) + lq)])
                     for rv1 in range(0, (-1 + ra0) + 1):
                         for rv2 in range(0, min(ra1, (-1 + ra1)) + 1):
                             if 0 <= rv2 <= ra1:
                                 for lq in range(ln):
-                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)]
-                                    rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)]
+                                    rl_rw1[np.uint64(lq)] = rg2_token_0[np.uint64(lw * ((rv2) * size_0 + rv1) + lq)]
+                                    rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b1 + (rv0 - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv2 - lo1_2) * s1_2) + lq)]
                                     rl_rm1[np.uint64(lq)] = 0.0
                                     rl_rg[np.uint64(lq)] = 0.0
                                 for rv3 in range(0, ra1 + 1):
                                     rw0 = derived[np.uint64(rd1 + (rv2) * rr1 + (rv3) * size_0 + rv1)]
                                     rl_sum1 = 0.0
                                     for lq in range(ln):
-                                        rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)]
+                                        rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)]
                                         rl_rg[np.uint64(lq)] += rw0 * rl_ru0[np.uint64(lq)]
                                         rl_sum1 += (rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rl_ru0[np.uint64(lq)]
-                                        out[np.uint64(ln * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)] += (rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
+                                        out[np.uint64(lw * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)] += (rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
                                     rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += rl_sum1
                                 for lq in range(ln):
                                     rl_rm1[np.uint64(lq)] += rl_rg[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
                                 if counting:
                                     rn2_token_0[np.uint64((rv2) * size_0 + rv1)] = 1
                                     for lq in range(ln):
-                                        rs2_token_0[np.uint64(ln * ((rv2) * size_0 + rv1) + lq)] += rl_rm1[np.uint64(lq)]
+                                        rs2_token_0[np.uint64(lw * ((rv2) * size_0 + rv1) + lq)] += rl_rm1[np.uint64(lq)]
                     if counting:
-                        listed = add_token_rows(dense, mark, touched, listed, ro2, rr2, rl_token_0, ln, rs2_token_0, rn2_token_0)
+                        listed = add_token_rows(dense, mark, touched, listed, ro2, rr2, rl_token_0, ln, rs2_token_0, rn2_token_0, rb2)
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra1 <= ra1:
                     for lq in range(ln):
-                        rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b0) + lq)]
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * (0) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                        rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b0) + lq)]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * (0) + lq)] - ls[np.uint64(lw * (lev) + lq)])
                         rl_rb0[np.uint64(lq)] = 0.0
                         rl_rg[np.uint64(lq)] = 0.0
                     for rv0 in range(0, (-1 + ra0) + 1):
                         rw0 = derived[np.uint64(rd0 + (rv0) * rr0 + 0)]
                         rl_sum2 = 0.0
                         for lq in range(ln):
-                            rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)]
+                            rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b1 + (0 - lo1_0) * s1_0 + (rv0 - lo1_1) * s1_1 + (ra1 - lo1_2) * s1_2) + lq)]
                             rl_rg[np.uint64(lq)] += rl_roh[np.uint64(lq)] * rw0
                             rl_sum2 += (rl_ru0[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rl_roh[np.uint64(lq)]
                         rsc0[np.uint64((rv0) * rr0 + 0)] += rl_sum2
                     for lq in range(ln):
                         rl_rb0[np.uint64(lq)] += rl_rg[np.uint64(lq)] * rl_rf[np.uint64(lq)]
-                        out[np.uint64(ln * (b0) + lq)] += rl_rb0[np.uint64(lq)]
+                        out[np.uint64(lw * (b0) + lq)] += rl_rb0[np.uint64(lq)]
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
@@ -1233,11 +1238,12 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         firsts[b] = offsets[examples[group[b]]]
         lane_weights[b] = weights[group[b]]
     cells = _cells(examples[group[0]], ints, layout, meta)
-    chart = np.zeros(cells * ln)
-    ls = np.empty((n + 3) * ln)
+    lw = lane_stride(ln)
+    chart = np.zeros(cells * lw)
+    ls = np.empty((n + 3) * lw)
     live = np.zeros(n + 3, np.uint8)
     lane_log_z = np.empty(ln)
-    saved = np.empty(SAVED * cells * ln)
+    saved = np.empty(SAVED * cells * lw)
     if not _inside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z,
                                     saved):
         return False
@@ -1245,7 +1251,7 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         if not lane_log_z[b] > -np.inf:
             return False
     _outside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, saved,
-                              np.zeros(cells * ln), lane_log_z, lane_weights, counts)
+                              np.zeros(cells * lw), lane_log_z, lane_weights, counts)
     for b in range(ln):
         log_z[group[b]] = lane_log_z[b]
     return True

@@ -17,7 +17,7 @@ from emc.runtime.executor import LocalExecutor
 from emc.runtime.kernels import batch_estep, estep_batch_for
 from emc.spec.check import check
 from emc.spec.parse import parse_file
-from emc.structures.rules.contract import contract_rows, scatter_rows, transposed, weight_block
+from emc.structures.rules.contract import contract_rows, lane_rows, lane_stride, scatter_rows, transposed, weight_block
 from emc.structures.rules.lanes import LANES
 from emc.structures.semiring import SUM
 from helpers import check_against_enumeration, problem_from_lines, random_params
@@ -64,7 +64,7 @@ def test_lanes_equal_one_example_at_a_time(tmp_path, monkeypatch, name, override
     module = problem.model.module
     assert hasattr(module, "estep_batch")
     source = Path(module.__file__).read_text(encoding="utf-8")
-    assert source.count(" = contract_rows(") == contractions  # the outside reads the inside's products again
+    assert source.count(" contract_rows(rwb") == contractions  # the outside reads the inside's products again
     impossible_word = problem.corpus.fields["x"].vocab.lookup("z") if "segment" not in name else None
     check_lanes(problem, rng, monkeypatch, impossible_word)
 
@@ -143,19 +143,24 @@ def test_matrix_products_equal_their_sums(klo, khi, jlo, jhi):
     empty ranges (which a block taken once per pass may have)."""
     rng = np.random.default_rng(klo * 7 + jhi)
     stride, ln, base, start = 5, 3, 2, 4
+    lw = lane_stride(ln)  # the lanes' rows padded to whole vectors, the padding zero
     weights = rng.random(start + 4 * stride + 1)
-    chart, heads = rng.random((base + 6) * ln), rng.random(max(0, khi - klo + 1) * ln)
     ks, js = range(klo, khi + 1), range(jlo, jhi + 1)
+    chart, heads = lane_rows(base + 6, ln), lane_rows(len(ks), ln)
+    chart.reshape(-1, lw)[:base + 6, :ln] = rng.random((base + 6, ln))
+    heads.reshape(-1, lw)[:len(ks), :ln] = rng.random((len(ks), ln))
     w = np.array([[weights[start + k * stride + j] for j in js] for k in ks]).reshape(len(ks), len(js))
     block = weight_block(weights, start, stride, klo, khi, jlo, jhi)
     assert np.array_equal(block, w) and np.array_equal(transposed(block), w.T)
-    body = chart[base * ln:(base + len(js)) * ln].reshape(len(js), ln)
-    assert np.allclose(contract_rows(block, chart, ln, base), (w @ body).ravel())
+    body = chart.reshape(-1, lw)[base:base + len(js)]
+    g = lane_rows(len(ks), ln)
+    contract_rows(block, chart, ln, base, g)
+    assert np.allclose(g.reshape(-1, lw)[:len(ks)], w @ body)
     out = chart.copy()
     scatter_rows(transposed(block), out, ln, base, heads)
-    expected = chart.copy()
-    expected[base * ln:(base + len(js)) * ln] += (w.T @ heads.reshape(len(ks), ln)).ravel()
-    assert np.allclose(out, expected)
+    expected = chart.copy().reshape(-1, lw)
+    expected[base:base + len(js)] += w.T @ heads.reshape(-1, lw)[:len(ks)]
+    assert np.allclose(out, expected.ravel())
 
 
 def test_a_level_of_subnormal_values_keeps_its_scale(tmp_path):

@@ -16,8 +16,8 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import (add_token_rows, contract_rows, count_rows, gather_rows, scatter_rows, transposed,
-                                          weight_block)
+from emc.structures.rules.contract import (add_token_rows, contract_rows, count_block, count_rows, gather_rows, lane_rows,
+                                          lane_scratch, lane_stride, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -661,7 +661,8 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 
 
 # The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
-# lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
+# lane innermost; chart cell c of lane l at c * lw + l (lw = lane_stride(ln): whole vectors, the padding
+# lanes zero), level scales likewise.
 LANES = 128
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
 SAVED = 1  # chart-sized parts of the inside's results the outside reads again, one a contraction
@@ -694,7 +695,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rd0 = int(derived[0])
 
     rt1 = table_reader(params, meta, T_1)
+    lw = lane_stride(ln)
     rwb0 = weight_block(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0)
+    rgm0 = lane_rows(rwb0.shape[0], ln)
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rf = np.empty(ln, np.float64)
@@ -702,11 +705,12 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rl_token_0 = np.empty(ln, np.int64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
-    rg1_token_0 = np.empty(rr1 * ln)
+    rg1_token_0 = lane_rows(rr1, ln)
+    rb1 = lane_scratch(rr1, ln)
     for lev in range(n + 3):
         live[lev] = 0
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = -np.inf
+            ls[np.uint64(lw * lev + lq)] = -np.inf
             rl_ref[np.uint64(lq)] = -np.inf
         if 0 == lev - 1:
             if 0 <= 0 <= n:
@@ -719,13 +723,13 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
-                        rs = (ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - 0.0)
+                        rs = (ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - 0.0)
                         rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
                     for lq in range(ln):
-                        rs = (ls[np.uint64(ln * ((1 + n)) + lq)] - 0.0)
+                        rs = (ls[np.uint64(lw * ((1 + n)) + lq)] - 0.0)
                         rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         rdead = 0
         for lq in range(ln):
@@ -736,44 +740,44 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         if rdead == ln:
             continue
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)]
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)]
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 if 0 <= ra0 <= ra0:
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(0.0 - rl_ref[np.uint64(lq)])
-                        chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)])
+                        chart[np.uint64(lw * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (0 - lo0_0) * s0_0 + (ra0 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)])
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             if 0 <= (-1 + rv0) <= n:
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt1, rl_token_0, ln, rg1_token_0)
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
-                    rgm0 = contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
+                    contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rgm0)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
-                                rw1 = rg1_token_0[np.uint64(ln * (rv1) + lq)]
-                                rk0 = rgm0[np.uint64(ln * (rv1 - (0)) + lq)]
-                                rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = rk0
-                                chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
+                                rw1 = rg1_token_0[np.uint64(lw * (rv1) + lq)]
+                                rk0 = rgm0[np.uint64(lw * (rv1 - (0)) + lq)]
+                                rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = rk0
+                                chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
         if lev == (n + 2):
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - rl_ref[np.uint64(lq)])
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + n)) + lq)] - rl_ref[np.uint64(lq)])
                         rl_acc[np.uint64(lq)] = 0.0
                     for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv0 <= ra0:
                             rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
                             for lq in range(ln):
-                                ru0 = chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
+                                ru0 = chart[np.uint64(lw * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
                                 rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * ru0)
                     for lq in range(ln):
-                        chart[np.uint64(ln * (b1) + lq)] = plus(semiring, chart[np.uint64(ln * (b1) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
+                        chart[np.uint64(lw * (b1) + lq)] = plus(semiring, chart[np.uint64(lw * (b1) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
         for lq in range(ln):
             rl_top[np.uint64(lq)] = 0.0
         rc0 = lev - 1
@@ -781,11 +785,11 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for rc1 in range(lo0_1, lo0_1 + z0_1):
                 cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
                 for lq in range(ln):
-                    rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                    rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         if lev == (n + 2):
             cell = b1
             for lq in range(ln):
-                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         rdead = 0
         for lq in range(ln):
             if not rl_top[np.uint64(lq)] > 0.0:
@@ -794,7 +798,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             return False
         if rdead == ln:
             for lq in range(ln):
-                ls[np.uint64(ln * lev + lq)] = -np.inf
+                ls[np.uint64(lw * lev + lq)] = -np.inf
             continue
         for lq in range(ln):
             rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
@@ -803,24 +807,24 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for rc1 in range(lo0_1, lo0_1 + z0_1):
                 cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
                 for lq in range(ln):
-                    chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                    chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         if lev == (n + 2):
             cell = b1
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
     glev = 0
     for lq in range(ln):
-        rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(ln * (b1) + lq)])
+        rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b1) + lq)])
     glev = (n + 2)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
-            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(ln * glev + lq)]
+            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(lw * glev + lq)]
     return True
 
 
@@ -852,19 +856,24 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt1 = table_reader(params, meta, T_1)
+    lw = lane_stride(ln)
     rwt0 = transposed(weight_block(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0))
+    rcm0 = lane_rows(rwt0.shape[1], ln)
+    rcb0 = lane_scratch(rwt0.shape[0], ln)
+    rcx0 = count_block(rwt0.shape[1], rwt0.shape[0])
     rl_rf = np.empty(ln, np.float64)
     rl_rk0 = np.empty(ln, np.float64)
     rl_roh = np.empty(ln, np.float64)
     rl_rw1 = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
-    rg1_token_0 = np.empty(rr1 * ln)
-    rs1_token_0 = np.zeros(rr1 * ln)
+    rg1_token_0 = lane_rows(rr1, ln)
+    rs1_token_0 = lane_rows(rr1, ln)
     rn1_token_0 = np.zeros(rr1, np.uint8)
+    rb1 = lane_scratch(rr1, ln)
     counting = dense.shape[0] > 0
     rsc0 = np.zeros(rr0 * meta[T_0 + TABLE_OUTCOMES])
     for lq in range(ln):
-        out[np.uint64(ln * (b1) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(ln * ((n + 2)) + lq)] - log_zs[np.uint64(lq)])
+        out[np.uint64(lw * (b1) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(lw * ((n + 2)) + lq)] - log_zs[np.uint64(lq)])
     for lev in range(n + 2, -1, -1):
         if live[lev] == 0:
             continue
@@ -872,16 +881,16 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
             if 0 <= n <= n:
                 if 0 <= ra0 <= ra0:
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - ls[np.uint64(ln * (lev) + lq)])
-                        rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b1) + lq)]
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + n)) + lq)] - ls[np.uint64(lw * (lev) + lq)])
+                        rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b1) + lq)]
                     for rv0 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv0 <= ra0:
                             rw0 = derived[np.uint64(rd0 + (ra0) * rr0 + rv0)]
                             rl_sum0 = 0.0
                             for lq in range(ln):
-                                ru0 = chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
+                                ru0 = chart[np.uint64(lw * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)]
                                 rl_sum0 += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * ru0
-                                out[np.uint64(ln * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)] += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
+                                out[np.uint64(lw * (b0 + (n - lo0_0) * s0_0 + (rv0 - lo0_1) * s0_1) + lq)] += (rl_roh[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
                             rsc0[np.uint64((ra0) * rr0 + rv0)] += rl_sum0
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
@@ -889,25 +898,25 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt1, rl_token_0, ln, rg1_token_0)
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
                     for lq in range(ln):
-                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(ln * (lev) + lq)])
-                    rcm0 = np.zeros(((min(ra0, (-1 + ra0))) - (0) + 1) * ln)
+                        rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(lw * (lev) + lq)])
+                    rcm0.fill(0.0)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
-                                rl_rw1[np.uint64(lq)] = rg1_token_0[np.uint64(ln * (rv1) + lq)]
-                                rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
-                                rl_rk0[np.uint64(lq)] = rsaved[np.uint64(ln * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
-                                rcm0[np.uint64(ln * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
+                                rl_rw1[np.uint64(lq)] = rg1_token_0[np.uint64(lw * (rv1) + lq)]
+                                rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
+                                rl_rk0[np.uint64(lq)] = rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
+                                rcm0[np.uint64(lw * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
                             if counting:
                                 rn1_token_0[np.uint64(rv1)] = 1
                                 for lq in range(ln):
-                                    rs1_token_0[np.uint64(ln * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
+                                    rs1_token_0[np.uint64(lw * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
                     scatter_rows(rwt0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
-                    count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
+                    count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0, rcb0, rcx0)
                     if counting:
-                        listed = add_token_rows(dense, mark, touched, listed, ro1, rr1, rl_token_0, ln, rs1_token_0, rn1_token_0)
+                        listed = add_token_rows(dense, mark, touched, listed, ro1, rr1, rl_token_0, ln, rs1_token_0, rn1_token_0, rb1)
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:
@@ -998,11 +1007,12 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         firsts[b] = offsets[examples[group[b]]]
         lane_weights[b] = weights[group[b]]
     cells = _cells(examples[group[0]], ints, layout, meta)
-    chart = np.zeros(cells * ln)
-    ls = np.empty((n + 3) * ln)
+    lw = lane_stride(ln)
+    chart = np.zeros(cells * lw)
+    ls = np.empty((n + 3) * lw)
     live = np.zeros(n + 3, np.uint8)
     lane_log_z = np.empty(ln)
-    saved = np.empty(SAVED * cells * ln)
+    saved = np.empty(SAVED * cells * lw)
     if not _inside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z,
                                     saved):
         return False
@@ -1010,7 +1020,7 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         if not lane_log_z[b] > -np.inf:
             return False
     _outside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, saved,
-                              np.zeros(cells * ln), lane_log_z, lane_weights, counts)
+                              np.zeros(cells * lw), lane_log_z, lane_weights, counts)
     for b in range(ln):
         log_z[group[b]] = lane_log_z[b]
     return True

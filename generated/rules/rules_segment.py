@@ -15,8 +15,8 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import (add_token_rows, contract_rows, count_rows, gather_rows, scatter_rows, transposed,
-                                          weight_block)
+from emc.structures.rules.contract import (add_token_rows, contract_rows, count_block, count_rows, gather_rows, lane_rows,
+                                          lane_scratch, lane_stride, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 3  # a decoded part: its number, then its variables
@@ -529,7 +529,8 @@ def posterior_example(ex, ints, layout, meta, params, derived, out):
 
 
 # The batched E-step (emc/structures/rules/lanes.py): up to LANES examples of one length at a time,
-# lane innermost; chart cell c of lane l at c * ln + l, level scales likewise.
+# lane innermost; chart cell c of lane l at c * lw + l (lw = lane_stride(ln): whole vectors, the padding
+# lanes zero), level scales likewise.
 LANES = 128
 BATCH_MIN = 1000  # fewer examples go one by one (emc/runtime/kernels.py: estep_batch_for)
 SAVED = 0  # chart-sized parts of the inside's results the outside reads again, one a contraction
@@ -559,6 +560,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rd1 = int(derived[0])
 
     rt0 = table_reader(params, meta, T_0)
+    lw = lane_stride(ln)
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rw0 = np.empty(ln, np.float64)
@@ -568,7 +570,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     for lev in range(n + 3):
         live[lev] = 0
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = -np.inf
+            ls[np.uint64(lw * lev + lq)] = -np.inf
             rl_ref[np.uint64(lq)] = -np.inf
         if 0 == lev - 1:
             if 0 <= 0 <= n:
@@ -581,7 +583,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
                         for lq in range(ln):
-                            rs = (ls[np.uint64(ln * ((1 + rv1)) + lq)] - 0.0)
+                            rs = (ls[np.uint64(lw * ((1 + rv1)) + lq)] - 0.0)
                             rl_ref[np.uint64(lq)] = max(rl_ref[np.uint64(lq)], rs)
         rdead = 0
         for lq in range(ln):
@@ -592,12 +594,12 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         if rdead == ln:
             continue
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)]
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)]
         if 0 == lev - 1:
             if 0 <= 0 <= n:
                 for lq in range(ln):
                     rf = np.exp(0.0 - rl_ref[np.uint64(lq)])
-                    chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (0 - lo0_0) * s0_0) + lq)], rf)
+                    chart[np.uint64(lw * (b0 + (0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (0 - lo0_0) * s0_0) + lq)], rf)
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             for lq in range(ln):
@@ -609,18 +611,18 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                             rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                         rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
                         for lq in range(ln):
-                            ru0 = chart[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
-                            rf = np.exp(ls[np.uint64(ln * ((1 + rv1)) + lq)] - rl_ref[np.uint64(lq)])
+                            ru0 = chart[np.uint64(lw * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
+                            rf = np.exp(ls[np.uint64(lw * ((1 + rv1)) + lq)] - rl_ref[np.uint64(lq)])
                             rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rl_rw0[np.uint64(lq)] * rw1 * ru0 * rf)
             for lq in range(ln):
-                chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)], rl_acc[np.uint64(lq)] * 1.0)
+                chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0) + lq)], rl_acc[np.uint64(lq)] * 1.0)
         for lq in range(ln):
             rl_top[np.uint64(lq)] = 0.0
         rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
-                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(ln * (cell) + lq)])
+                rl_top[np.uint64(lq)] = max(rl_top[np.uint64(lq)], chart[np.uint64(lw * (cell) + lq)])
         rdead = 0
         for lq in range(ln):
             if not rl_top[np.uint64(lq)] > 0.0:
@@ -629,7 +631,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             return False
         if rdead == ln:
             for lq in range(ln):
-                ls[np.uint64(ln * lev + lq)] = -np.inf
+                ls[np.uint64(lw * lev + lq)] = -np.inf
             continue
         for lq in range(ln):
             rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
@@ -637,21 +639,21 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
-                chart[np.uint64(ln * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
+                chart[np.uint64(lw * (cell) + lq)] *= rl_shrink[np.uint64(lq)]
         for lq in range(ln):
-            ls[np.uint64(ln * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
+            ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
     glev = 0
     if 0 <= n <= n:
         for lq in range(ln):
-            rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(ln * (b0 + (n - lo0_0) * s0_0) + lq)])
+            rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b0 + (n - lo0_0) * s0_0) + lq)])
         glev = (1 + n)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
-            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(ln * glev + lq)]
+            log_z[np.uint64(lq)] = np.log(rl_total[np.uint64(lq)]) + ls[np.uint64(lw * glev + lq)]
     return True
 
 
@@ -680,6 +682,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     tracked = touched.shape[0] > 0
     listed = touched[0] if tracked else 0
     rt0 = table_reader(params, meta, T_0)
+    lw = lane_stride(ln)
     rl_rf = np.empty(ln, np.float64)
     rl_roh = np.empty(ln, np.float64)
     rl_ru0 = np.empty(ln, np.float64)
@@ -687,14 +690,14 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     counting = dense.shape[0] > 0
     if 0 <= n <= n:
         for lq in range(ln):
-            out[np.uint64(ln * (b0 + (n - lo0_0) * s0_0) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(ln * ((1 + n)) + lq)] - log_zs[np.uint64(lq)])
+            out[np.uint64(lw * (b0 + (n - lo0_0) * s0_0) + lq)] = weights[np.uint64(lq)] * np.exp(ls[np.uint64(lw * ((1 + n)) + lq)] - log_zs[np.uint64(lq)])
     for lev in range(n + 2, -1, -1):
         if live[lev] == 0:
             continue
         rv0 = (lev - 1)
         if 0 <= rv0 <= n:
             for lq in range(ln):
-                rl_roh[np.uint64(lq)] = out[np.uint64(ln * (b0 + (rv0 - lo0_0) * s0_0) + lq)]
+                rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0) + lq)]
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
@@ -702,8 +705,8 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                             rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                         rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
                         for lq in range(ln):
-                            rl_ru0[np.uint64(lq)] = chart[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
-                            rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(ln * ((1 + rv1)) + lq)] - ls[np.uint64(ln * (lev) + lq)])
+                            rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
+                            rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + rv1)) + lq)] - ls[np.uint64(lw * (lev) + lq)])
                         if counting:
                             for lq in range(ln):
                                 cell = ro0 + (rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)]) * rr0 + 0
@@ -713,7 +716,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                                     listed += 1
                                     touched[listed] = cell
                         for lq in range(ln):
-                            out[np.uint64(ln * (b0 + (rv1 - lo0_0) * s0_0) + lq)] += rl_roh[np.uint64(lq)] * rl_rw0[np.uint64(lq)] * rw1 * rl_rf[np.uint64(lq)]
+                            out[np.uint64(lw * (b0 + (rv1 - lo0_0) * s0_0) + lq)] += rl_roh[np.uint64(lq)] * rl_rw0[np.uint64(lq)] * rw1 * rl_rf[np.uint64(lq)]
     if tracked:
         touched[0] = listed
 
@@ -795,11 +798,12 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         firsts[b] = offsets[examples[group[b]]]
         lane_weights[b] = weights[group[b]]
     cells = _cells(examples[group[0]], ints, layout, meta)
-    chart = np.zeros(cells * ln)
-    ls = np.empty((n + 3) * ln)
+    lw = lane_stride(ln)
+    chart = np.zeros(cells * lw)
+    ls = np.empty((n + 3) * lw)
     live = np.zeros(n + 3, np.uint8)
     lane_log_z = np.empty(ln)
-    saved = np.empty(SAVED * cells * ln)
+    saved = np.empty(SAVED * cells * lw)
     if not _inside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, lane_log_z,
                                     saved):
         return False
@@ -807,7 +811,7 @@ def _lanes_estep(examples, group, n, ints, layout, meta, params, derived, weight
         if not lane_log_z[b] > -np.inf:
             return False
     _outside_lanes_by_pointer(n, firsts, ln, ints, layout, meta, params, derived, chart, ls, live, saved,
-                              np.zeros(cells * ln), lane_log_z, lane_weights, counts)
+                              np.zeros(cells * lw), lane_log_z, lane_weights, counts)
     for b in range(ln):
         log_z[group[b]] = lane_log_z[b]
     return True

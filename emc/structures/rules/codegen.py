@@ -20,7 +20,8 @@ from emc.structures.rules.program import N, Program, Rule, arity_bound, closure,
 from emc.structures.rules import label_bounds, posterior_kind, takes_given
 from emc.structures.rules.spans import span_attributes
 from emc.structures.rules.contraction import Contractions, contract_inside, contract_outside, contraction_of
-from emc.structures.rules.lanes import BATCH_MIN, LANES, NotLaneable, check_reads, dtype, lanes_inside, lanes_outside
+from emc.structures.rules.lanes import (BATCH_MIN, LANES, STRIDE, WIDTH, NotLaneable, check_reads, dtype, lanes_inside,
+                                        lanes_outside)
 from emc.structures.rules.stages import two_stage_inside, two_stage_outside
 
 TEMPLATE = "rules.py.j2"
@@ -336,8 +337,9 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
         outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, contractions), products)
     except NotLaneable:
         return None
-    return ([*contractions.setup(True), *_lane_arrays(inside_arrays), *inside],
-            [*contractions.setup(False), *_lane_arrays(outside_arrays), *outside],
+    stride = f"{STRIDE} = lane_stride({WIDTH})"
+    return ([stride, *contractions.setup(True), *_lane_arrays(inside_arrays), *inside],
+            [stride, *contractions.setup(False), *_lane_arrays(outside_arrays), *outside],
             len(contractions.found))
 
 

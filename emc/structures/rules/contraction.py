@@ -9,8 +9,9 @@ per level (emc/structures/rules/contract.py):
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
            outside += W^T D and the table's local counts += D C^T, once per level; the other
            factors' counts take G (the inside leaves it in `rsaved`) as the sum over j.
-W and W^T are taken once per pass (rwb<r>, rwt<r>): a rule whose bounds change with the level (a
-loop variable in a state's range) is not a contraction.
+W and W^T are taken once per pass (rwb<r>, rwt<r>), with the buffers the products write (G, D,
+and the outside's transposed body rcb<r> and product rcx<r>): a rule whose bounds change with the
+level (a loop variable in a state's range) is not a contraction.
 Nothing changes in a program's meaning: the rewritten nests compute the same sums in another order.
 """
 from __future__ import annotations
@@ -34,10 +35,17 @@ class Contraction:
     head_cell: str  # the head's cell (of state k)
     slot: int  # its part of `rsaved`, one chart's size a contraction
 
-    def setup(self, inside: bool) -> str:
-        """The line taking W (the inside's) or W^T (the outside's) once, at the top of a pass."""
+    def setup(self, inside: bool) -> list[str]:
+        """The lines taking W (the inside's) or W^T (the outside's) and the products' buffers
+        once, at the top of a pass."""
+        r = self.number
         block = f"weight_block(derived, rd{self.table}, rr{self.table}, {', '.join(self.bounds)})"
-        return f"rwb{self.number} = {block}" if inside else f"rwt{self.number} = transposed({block})"
+        if inside:
+            return [f"rwb{r} = {block}", f"rgm{r} = lane_rows(rwb{r}.shape[0], ln)"]
+        lines = [f"rwt{r} = transposed({block})", f"rcm{r} = lane_rows(rwt{r}.shape[1], ln)"]
+        if self.learned:
+            lines += [f"rcb{r} = lane_scratch(rwt{r}.shape[0], ln)", f"rcx{r} = count_block(rwt{r}.shape[1], rwt{r}.shape[0])"]
+        return lines
 
     @property
     def arrays(self) -> list[str]:
@@ -57,7 +65,7 @@ class Contraction:
         return needs_of(" ".join([*self.bounds, self.base]))
 
     def product_step(self) -> Step:
-        code = f"rgm{self.number} = " + self.block_call("contract_rows", False, "chart") + ")"
+        code = self.block_call("contract_rows", False, "chart") + f", rgm{self.number})"
         return Step(code, self.needs, "let")
 
     @property
@@ -87,7 +95,7 @@ class Contractions:
         return self.found[number].slot if number in self.found else None
 
     def setup(self, inside: bool) -> list[str]:
-        return [c.setup(inside) for c in self.found.values()]
+        return [line for c in self.found.values() for line in c.setup(inside)]
 
 
 def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: int,
@@ -152,8 +160,8 @@ def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[
     loop over k (a Sum placed with the level's locals, closing after the loop). needs_sum: the
     other factors' counts read G (rk<r>)."""
     _drop_summed(nest, c)
-    klo, khi = c.bounds[:2]
-    nest.steps.append(Step(f"rcm{c.number} = np.zeros((({khi}) - ({klo}) + 1) * ln)", c.needs, "let"))
+    klo = c.bounds[0]
+    nest.steps.append(Step(f"rcm{c.number}.fill(0.0)", c.needs, "let"))  # a row the loop skips adds nothing
     heads = ["roh"] + nest.product
     if needs_sum:  # G as the inside left it
         nest.steps.append(Step(f"rk{c.number} = {c.saved}", {c.head} | needs_of(c.head_cell), "let"))
@@ -161,7 +169,7 @@ def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[
     store = [f"rcm{c.number}[np.uint64({c.head} - ({klo}))] = {' * '.join(heads)}"]
     after = [c.block_call("scatter_rows", True, "out") + f", rcm{c.number})"]
     if c.learned:
-        after.append(c.call("count_rows", f"rsc{c.table}, rr{c.table}", "chart") + f", rcm{c.number})")
-    return store, Sum("", c.needs | {f"rcm{c.number}"}, after)
+        after.append(c.call("count_rows", f"rsc{c.table}, rr{c.table}", "chart") + f", rcm{c.number}, rcb{c.number}, rcx{c.number})")
+    return store, Sum("", c.needs, after)
 
 

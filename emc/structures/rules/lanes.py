@@ -43,6 +43,9 @@ LANE_INDEX = f"np.uint64({LANE})"
 # the generated code's integer locals (emc/structures/rules/emit.py names them): a token, a count's cell
 INTEGER = re.compile(r"(token_\d+|cell|rv\d+|rc\d+)")
 WIDTH = "ln"  # the lanes in use
+# a lane array's row (a cell's, a small table row's): ln padded to whole vectors, so the matrix
+# products read and write the rows in place (contract.py: lane_stride; the passes set it)
+STRIDE = "lw"
 IDENT = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\b")
 ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*(=|\+=|-=|\*=|/=)\s*(.*)$")
 STORE = re.compile(r"^([A-Za-z_]\w*)\[(.*)\]\s*(=|\+=|\*=)\s*(.*)$")
@@ -128,7 +131,7 @@ class Lanes:
             if unsigned and _bracket_end(inner, len("np.uint64")) == len(inner) - 1:
                 inner = unsigned.group(1)
             out.append(self._locals(text[i:match.start()]))
-            out.append(f"{match.group(1)}[np.uint64({WIDTH} * ({self._locals(inner)}) + {LANE})]")
+            out.append(f"{match.group(1)}[np.uint64({STRIDE} * ({self._locals(inner)}) + {LANE})]")
             i = end + 1
         out.append(self._locals(text[i:]))
         return "".join(out)
@@ -287,7 +290,8 @@ def dtype(local: str) -> str:
 # once the token is read, the rows the pass reads are gathered for all lanes (rg<q>_<token>, row r
 # of the lanes at r * ln: read as a chart is), and its counts are summed there (rs<q>_<token>,
 # with the rows it wrote marked in rn<q>_<token>) and added to each lane's row of the counts when
-# the token's scope closes, a lane's row at a time (contract.py: gather_rows, add_token_rows).
+# the token's scope closes, a lane's row at a time (contract.py: gather_rows, add_token_rows, both
+# transposing through rb<q>, the table's rows by lane).
 TOKEN = re.compile(r"^(token_\d+) = ")
 TOKEN_READ = re.compile(r"^(rw\d+) = read_hoisted\(rt(\d+), (.+), (token_\d+)\)$")
 COUNT_CELL = re.compile(r"^cell = ro(\d+) \+ \((token_\d+)\) \* rr\1 \+ (.+)$")
@@ -303,10 +307,11 @@ class TokenRows:
 
     def buffers(self) -> list[str]:
         """The lines allocating their arrays, once a pass (rows: the table's, rr<q>)."""
-        lines = [f"rg{q}_{t} = np.empty(rr{q} * {WIDTH})" for q, t in sorted(self.gathered)]
+        lines = [f"rg{q}_{t} = lane_rows(rr{q}, {WIDTH})" for q, t in sorted(self.gathered)]
         for q, t in sorted(self.summed):
-            lines += [f"rs{q}_{t} = np.zeros(rr{q} * {WIDTH})", f"rn{q}_{t} = np.zeros(rr{q}, np.uint8)"]
-        return lines
+            lines += [f"rs{q}_{t} = lane_rows(rr{q}, {WIDTH})", f"rn{q}_{t} = np.zeros(rr{q}, np.uint8)"]
+        tables = sorted({q for q, _ in self.gathered | self.summed})
+        return lines + [f"rb{q} = lane_scratch(rr{q}, {WIDTH})" for q in tables]
 
     @property
     def arrays(self) -> set[str]:
@@ -380,10 +385,10 @@ def _token_rows(nodes: list[Node], lanes: Lanes, rows: TokenRows) -> list[Node]:
         found: set = set()
         if not _rewrite_rows(scope, name, lanes, rows, found):
             continue
-        out += [Node(f"gather_rows(rt{t}, rl_{name}, {WIDTH}, rg{t}_{name})") for kind, t in sorted(found)
+        out += [Node(f"gather_rows(rt{t}, rl_{name}, {WIDTH}, rg{t}_{name}, rb{t})") for kind, t in sorted(found)
                 if kind == "read"]
         closing = [f"listed = add_token_rows(dense, mark, touched, listed, ro{t}, rr{t}, rl_{name}, {WIDTH}, "
-                   f"rs{t}_{name}, rn{t}_{name})" for kind, t in sorted(found) if kind == "count"]
+                   f"rs{t}_{name}, rn{t}_{name}, rb{t})" for kind, t in sorted(found) if kind == "count"]
         if closing:
             flush = Node("if counting:", [Node(line) for line in closing])
             at = q + 1 + len(scope)
@@ -438,7 +443,7 @@ def lanes_inside(reference: list[str], values: list[str], top: list[str], scale:
         spread |= set(locals_)
         rows.merge(piece_rows)
     reference, values, top, scale, goal = pieces
-    level = f"ls[np.uint64({WIDTH} * lev + {LANE})]"
+    level = f"ls[np.uint64({STRIDE} * lev + {LANE})]"
     ref_at, top_at, total_at = (f"rl_{name}[{LANE_INDEX}]" for name in ("ref", "top", "total"))
     lines = [*rows.buffers(), "for lev in range(n + 3):", "    live[lev] = 0", f"    for {LANE} in range({WIDTH}):",
              f"        {level} = -np.inf", f"        {ref_at} = -np.inf", *_indent(reference)]
@@ -449,7 +454,7 @@ def lanes_inside(reference: list[str], values: list[str], top: list[str], scale:
     shrink_at = f"rl_shrink[{LANE_INDEX}]"
     lines += _indent([*scale, f"for {LANE} in range({WIDTH}):", f"    {level} = {ref_at} - np.log({shrink_at})", "live[lev] = 1"])
     lines += [*goal, f"for {LANE} in range({WIDTH}):", f"    log_z[{LANE_INDEX}] = -np.inf", f"    if {total_at} > 0.0:",
-              f"        log_z[{LANE_INDEX}] = np.log({total_at}) + ls[np.uint64({WIDTH} * glev + {LANE})]"]
+              f"        log_z[{LANE_INDEX}] = np.log({total_at}) + ls[np.uint64({STRIDE} * glev + {LANE})]"]
     return lines, sorted(spread)
 
 
