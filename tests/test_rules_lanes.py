@@ -153,9 +153,9 @@ def test_matrix_products_equal_their_sums(klo, khi, jlo, jhi):
     block = weight_block(weights, start, stride, klo, khi, jlo, jhi)
     assert np.array_equal(block, w) and np.array_equal(transposed(block), w.T)
     body = chart.reshape(-1, lw)[base:base + len(js)]
-    g = lane_rows(len(ks), ln)
-    contract_rows(block, chart, ln, base, g)
-    assert np.allclose(g.reshape(-1, lw)[:len(ks)], w @ body)
+    g = lane_rows(len(ks) + 1, ln)
+    contract_rows(block, chart, ln, base, g, 1)  # G's rows from row 1 on (the head's cells)
+    assert np.allclose(g.reshape(-1, lw)[1:len(ks) + 1], w @ body) and not g.reshape(-1, lw)[0].any()
     out = chart.copy()
     scatter_rows(transposed(block), out, ln, base, heads)
     expected = chart.copy().reshape(-1, lw)

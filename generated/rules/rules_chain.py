@@ -697,7 +697,8 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     rt1 = table_reader(params, meta, T_1)
     lw = lane_stride(ln)
     rwb0 = weight_block(derived, rd0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0)
-    rgm0 = lane_rows(rwb0.shape[0], ln)
+    if rwb0.shape[0] > 0 and not (lo0_1 <= 0 and min(ra0, (-1 + ra0)) < lo0_1 + z0_1):
+        return False
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
     rl_rf = np.empty(ln, np.float64)
@@ -756,13 +757,12 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                     gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
-                    contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rgm0)
+                    contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rsaved, 0 * cells + b0 + (rv0 - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
                                 rw1 = rg1_token_0[np.uint64(lw * (rv1) + lq)]
-                                rk0 = rgm0[np.uint64(lw * (rv1 - (0)) + lq)]
-                                rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = rk0
+                                rk0 = rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
                                 chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)], rl_rf[np.uint64(lq)] * rk0 * rw1)
         if lev == (n + 2):
             if 0 <= n <= n:

@@ -331,7 +331,7 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
     names = replace(names, given=False)  # an example whose structure is given goes one by one
     contractions = Contractions()
     try:
-        products = ["rsaved"] + [name for rule in names.program.parts for name in (f"rgm{rule.index}", f"rcm{rule.index}")]
+        products = ["rsaved"] + [f"rcm{rule.index}" for rule in names.program.parts]
         reference, values, top, scale = _inside_pieces(names, reads, tokens, contractions)
         inside, inside_arrays = lanes_inside(sum(reference, []), sum(values, []), top, scale, _goal(names), products)
         outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, contractions), products)

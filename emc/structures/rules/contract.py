@@ -116,9 +116,10 @@ _times = _times_best if LANES == 8 else _times_narrow
 
 
 @njit(cache=True)
-def contract_rows(block, chart, ln, base, g):
-    """G (rows k - klo over the lanes, in `g`) = W C."""
-    _times(block, _rows(chart, ln, base, block.shape[1]), _rows(g, ln, 0, block.shape[0]), SET)
+def contract_rows(block, chart, ln, base, target, at):
+    """G = W C into target's rows at, at + 1, ... (row k - klo over the lanes): the cells of the
+    head's rows k in the inside's saved results (contraction.py)."""
+    _times(block, _rows(chart, ln, base, block.shape[1]), _rows(target, ln, at, block.shape[0]), SET)
 
 
 @njit(cache=True)

@@ -5,11 +5,13 @@ one small table's weight read, the weight's outcome being the state k of the loo
 chain's `state(t, k) += state(t - 1, j)` scored by P(k | j); a mixture's or a segmenter's class
 step alike). Over lanes (emc/structures/rules/lanes.py), the loop over j then becomes one product
 per level (emc/structures/rules/contract.py):
-  inside   G = W C, read as rk<r> = G[k] where the nest read the weight and the body;
+  inside   G = W C, written where the outside reads it again (`rsaved`, at the head's cells: their
+           state is the head's last index, so its rows are consecutive cells) and read there as
+           rk<r> = G[k] where the nest read the weight and the body;
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
            outside += W^T D and the table's local counts += D C^T, once per level; the other
-           factors' counts take G (the inside leaves it in `rsaved`) as the sum over j.
-W and W^T are taken once per pass (rwb<r>, rwt<r>), with the buffers the products write (G, D,
+           factors' counts take G (from `rsaved`) as the sum over j.
+W and W^T are taken once per pass (rwb<r>, rwt<r>), with the buffers the products write (D,
 and the outside's transposed body rcb<r> and product rcx<r>): a rule whose bounds change with the
 level (a loop variable in a state's range) is not a contraction.
 Nothing changes in a program's meaning: the rewritten nests compute the same sums in another order.
@@ -33,6 +35,8 @@ class Contraction:
     bounds: tuple[str, str, str, str]  # klo, khi, jlo, jhi
     base: str  # the body's cell at j = jlo
     head_cell: str  # the head's cell (of state k)
+    head_base: str  # the head's cell at k = klo
+    head_range: tuple[str, str]  # the first state of the head's last index and how many it has
     slot: int  # its part of `rsaved`, one chart's size a contraction
 
     def setup(self, inside: bool) -> list[str]:
@@ -41,16 +45,15 @@ class Contraction:
         r = self.number
         block = f"weight_block(derived, rd{self.table}, rr{self.table}, {', '.join(self.bounds)})"
         if inside:
-            return [f"rwb{r} = {block}", f"rgm{r} = lane_rows(rwb{r}.shape[0], ln)"]
+            # G's rows are written whole: outside the head's range they would land on other cells
+            klo, khi = self.bounds[:2]
+            lo, size = self.head_range
+            return [f"rwb{r} = {block}", f"if rwb{r}.shape[0] > 0 and not ({lo} <= {klo} and {khi} < {lo} + {size}):",
+                    "    return False"]
         lines = [f"rwt{r} = transposed({block})", f"rcm{r} = lane_rows(rwt{r}.shape[1], ln)"]
         if self.learned:
             lines += [f"rcb{r} = lane_scratch(rwt{r}.shape[0], ln)", f"rcx{r} = count_block(rwt{r}.shape[1], rwt{r}.shape[0])"]
         return lines
-
-    @property
-    def arrays(self) -> list[str]:
-        """The rule's arrays over cells and lanes."""
-        return [f"rgm{self.number}", f"rcm{self.number}"]
 
     def call(self, function: str, arrays: str, chart: str) -> str:
         """function(arrays, the bounds, chart, ln, the body's cell at jlo, ...) as code."""
@@ -65,8 +68,8 @@ class Contraction:
         return needs_of(" ".join([*self.bounds, self.base]))
 
     def product_step(self) -> Step:
-        code = self.block_call("contract_rows", False, "chart") + f", rgm{self.number})"
-        return Step(code, self.needs, "let")
+        code = self.block_call("contract_rows", False, "chart") + f", rsaved, {self.slot} * cells + {self.head_base})"
+        return Step(code, self.needs | needs_of(self.head_base), "let")
 
     @property
     def saved(self) -> str:
@@ -75,9 +78,7 @@ class Contraction:
         return f"rsaved[np.uint64({self.slot} * cells + {self.head_cell})]"
 
     def row_step(self) -> Step:
-        klo = self.bounds[0]
-        return Step(f"rk{self.number} = rgm{self.number}[np.uint64({self.head} - ({klo}))]",
-                    {self.head} | needs_of(klo), "let")
+        return Step(f"rk{self.number} = {self.saved}", {self.head} | needs_of(self.head_cell), "let")
 
 
 @dataclass
@@ -107,11 +108,11 @@ def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: in
     (summed, jlo, jhi), (head, klo, khi) = nest.loops[-1], nest.loops[-2]
     if head in needs_of(f"{jlo} {jhi}"):
         return None
+    # the body's rows j and the head's rows k are consecutive cells (G is written to the head's)
     body = rule.body[0]
-    last = body.args[-1] if body.args else None
-    variable = rule.order[int(summed[2:])]
-    if last is None or list(last.terms) != [(variable, 1)] or last.const != 0 or any(
-            variable in a.names for a in body.args[:-1]) or summed in needs_of(nest.head_cell):
+    if not (_last_index(body, rule.order[int(summed[2:])]) and _last_index(rule.head, rule.order[int(head[2:])])):
+        return None
+    if summed in needs_of(nest.head_cell):
         return None
     readers = [s for s in nest.steps if summed in s.needs]
     weights = [q for q, read in enumerate(reads) if any(s.text.startswith(f"rw{q} = ") for s in readers)]
@@ -128,12 +129,22 @@ def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: in
     if needs_of(" ".join(bounds)) or not (inside or contractions.found[number].bounds == bounds):
         return None
     values = [names.lin(a, rule) for a in body.args[:-1]] + [f"({jlo})"]
+    item, last_index = names.item(rule.head.name), len(rule.head.args) - 1
+    head_values = [names.lin(a, rule) for a in rule.head.args[:-1]] + [f"({klo})"]
     contraction = Contraction(number, head, summed, weights[0], names.tables.index(read.table), read.learned,
                               bounds, cell_offset(names, body, rule, values), cell_offset(names, rule.head, rule),
-                              slot)
+                              cell_offset(names, rule.head, rule, head_values),
+                              (f"lo{item}_{last_index}", f"z{item}_{last_index}"), slot)
     if inside:
         contractions.found[number] = contraction
     return contraction
+
+
+def _last_index(ref, variable: str) -> bool:
+    """Whether `variable` is the item's last index, as it is, and no other index reads it."""
+    last = ref.args[-1] if ref.args else None
+    return (last is not None and list(last.terms) == [(variable, 1)] and last.const == 0
+            and not any(variable in a.names for a in ref.args[:-1]))
 
 
 def _drop_summed(nest: Nest, c: Contraction) -> None:
@@ -147,12 +158,11 @@ def _drop_summed(nest: Nest, c: Contraction) -> None:
 
 
 def contract_inside(nest: Nest, c: Contraction) -> None:
-    """The nest reads G's row k where it summed the weight times the body over j, and leaves it
-    for the outside (`saved`)."""
+    """The nest reads G's row k (where the product left it for the outside, `saved`) where it
+    summed the weight times the body over j."""
     _drop_summed(nest, c)
-    row = f"rk{c.number}"
-    nest.steps += [c.product_step(), c.row_step(), Step(f"{c.saved} = {row}", {row} | needs_of(c.head_cell), "let")]
-    nest.product = [row] + nest.product
+    nest.steps += [c.product_step(), c.row_step()]
+    nest.product = [f"rk{c.number}"] + nest.product
 
 
 def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[str], Sum]:
