@@ -16,8 +16,9 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import (add_token_rows, contract_rows, count_block, count_rows, gather_rows, lane_rows,
-                                          lane_scratch, lane_stride, scatter_rows, transposed, weight_block)
+from emc.structures.rules.contract import (add_count_block, add_token_rows, contract_rows, count_block, count_rows,
+                                          gather_rows, lane_rows, lane_scratch, lane_stride, scatter_rows, transposed,
+                                          weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -914,9 +915,10 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                                 for lq in range(ln):
                                     rs1_token_0[np.uint64(lw * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
                     scatter_rows(rwt0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
-                    count_rows(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0, rcb0, rcx0)
+                    count_rows(rcx0, 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0, rcb0)
                     if counting:
                         listed = add_token_rows(dense, mark, touched, listed, ro1, rr1, rl_token_0, ln, rs1_token_0, rn1_token_0, rb1)
+    add_count_block(rsc0, rr0, 0, min(ra0, (-1 + ra0)), 0, ra0, rcx0)
     if counting:
         for rsq in range(rsc0.shape[0]):
             if rsc0[rsq] != 0.0:

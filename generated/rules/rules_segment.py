@@ -15,8 +15,9 @@ from emc.codegen.abi import TABLE_OFFSET, TABLE_OUTCOMES, TABLE_ROWS, array, ent
 from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
-from emc.structures.rules.contract import (add_token_rows, contract_rows, count_block, count_rows, gather_rows, lane_rows,
-                                          lane_scratch, lane_stride, scatter_rows, transposed, weight_block)
+from emc.structures.rules.contract import (add_count_block, add_token_rows, contract_rows, count_block, count_rows,
+                                          gather_rows, lane_rows, lane_scratch, lane_stride, scatter_rows, transposed,
+                                          weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 3  # a decoded part: its number, then its variables

@@ -334,7 +334,8 @@ def _lanes(names: Names, reads: dict, tokens: dict) -> tuple[list[str], list[str
         products = ["rsaved"] + [f"rcm{rule.index}" for rule in names.program.parts]
         reference, values, top, scale = _inside_pieces(names, reads, tokens, contractions)
         inside, inside_arrays = lanes_inside(sum(reference, []), sum(values, []), top, scale, _goal(names), products)
-        outside, outside_arrays = lanes_outside(*_outside_pieces(names, reads, tokens, contractions), products)
+        start, levels, close = _outside_pieces(names, reads, tokens, contractions)
+        outside, outside_arrays = lanes_outside(start, levels, contractions.close() + close, products)
     except NotLaneable:
         return None
     stride = f"{STRIDE} = lane_stride({WIDTH})"

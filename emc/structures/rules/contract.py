@@ -55,9 +55,9 @@ def lane_scratch(rows, ln):
 
 @njit(cache=True)
 def count_block(rows, columns):
-    """The buffer of a table's local counts D C^T for `rows` outcomes and `columns` rows, its rows
-    whole vectors."""
-    return np.empty((rows, whole(columns)))
+    """Zeros for the sum over a pass's levels of D C^T, `rows` outcomes by `columns` rows (whole
+    vectors): the product adds to it, and add_count_block adds it to the local counts once."""
+    return np.zeros((rows, whole(columns)))
 
 
 @njit(cache=True)
@@ -139,15 +139,19 @@ def _by_lane(rows, count, by_lane):
 
 
 @njit(cache=True)
-def count_rows(counts, stride, klo, khi, jlo, jhi, chart, ln, base, heads, by_lane, block):
-    """The table's local counts (laid out as the table) += D C^T, over the lanes; by_lane
-    (lane_scratch of the columns) and block (rows x whole columns) are the pass's buffers."""
-    rows, columns = khi - klo + 1, jhi - jlo + 1
+def count_rows(block, jlo, jhi, chart, ln, base, heads, by_lane):
+    """block (count_block) += D C^T, over the lanes; by_lane: lane_scratch of the body's rows."""
+    columns = jhi - jlo + 1
     _by_lane(_rows(chart, ln, base, columns), columns, by_lane)
-    multiply(heads, np.int64(0), lane_stride(ln), np.int64(1), rows, by_lane, np.int64(0), np.int64(0), ln, block,
-             np.int64(0), SET)
-    for k in range(rows):
-        for j in range(columns):
+    multiply(heads, np.int64(0), lane_stride(ln), np.int64(1), block.shape[0], by_lane, np.int64(0), np.int64(0), ln,
+             block, np.int64(0), ADD)
+
+
+@njit(cache=True)
+def add_count_block(counts, stride, klo, khi, jlo, jhi, block):
+    """The table's local counts (laid out as the table) += the pass's sum of D C^T."""
+    for k in range(khi - klo + 1):
+        for j in range(jhi - jlo + 1):
             counts[(klo + k) * stride + jlo + j] += block[k, j]
 
 

@@ -9,7 +9,8 @@ per level (emc/structures/rules/contract.py):
            state is the head's last index, so its rows are consecutive cells) and read there as
            rk<r> = G[k] where the nest read the weight and the body;
   outside  D[k] = the head's outside times the rule's other factors (rcm<r>), then the body's
-           outside += W^T D and the table's local counts += D C^T, once per level; the other
+           outside += W^T D and rcx<r> += D C^T, once per level; rcx<r> goes into the table's
+           local counts once a pass (not a loop over the table's entries per level); the other
            factors' counts take G (from `rsaved`) as the sum over j.
 W and W^T are taken once per pass (rwb<r>, rwt<r>), with the buffers the products write (D,
 and the outside's transposed body rcb<r> and product rcx<r>): a rule whose bounds change with the
@@ -55,10 +56,6 @@ class Contraction:
             lines += [f"rcb{r} = lane_scratch(rwt{r}.shape[0], ln)", f"rcx{r} = count_block(rwt{r}.shape[1], rwt{r}.shape[0])"]
         return lines
 
-    def call(self, function: str, arrays: str, chart: str) -> str:
-        """function(arrays, the bounds, chart, ln, the body's cell at jlo, ...) as code."""
-        return f"{function}({arrays}, {', '.join(self.bounds)}, {chart}, ln, {self.base}"
-
     def block_call(self, function: str, transpose: bool, chart: str) -> str:
         """function(W or W^T, chart, ln, the body's cell at jlo, ...) as code."""
         return f"{function}(rw{'t' if transpose else 'b'}{self.number}, {chart}, ln, {self.base}"
@@ -97,6 +94,11 @@ class Contractions:
 
     def setup(self, inside: bool) -> list[str]:
         return [line for c in self.found.values() for line in c.setup(inside)]
+
+    def close(self) -> list[str]:
+        """The outside's lines adding each learned contraction's D C^T to its table's local counts."""
+        return [f"add_count_block(rsc{c.table}, rr{c.table}, {', '.join(c.bounds)}, rcx{c.number})"
+                for c in self.found.values() if c.learned]
 
 
 def contraction_of(names: Names, rule: Rule, nest: Nest, reads: list, number: int,
@@ -179,7 +181,8 @@ def contract_outside(nest: Nest, c: Contraction, needs_sum: bool) -> tuple[list[
     store = [f"rcm{c.number}[np.uint64({c.head} - ({klo}))] = {' * '.join(heads)}"]
     after = [c.block_call("scatter_rows", True, "out") + f", rcm{c.number})"]
     if c.learned:
-        after.append(c.call("count_rows", f"rsc{c.table}, rr{c.table}", "chart") + f", rcm{c.number}, rcb{c.number}, rcx{c.number})")
+        jlo, jhi = c.bounds[2:]
+        after.append(f"count_rows(rcx{c.number}, {jlo}, {jhi}, chart, ln, {c.base}, rcm{c.number}, rcb{c.number})")
     return store, Sum("", c.needs, after)
 
 
