@@ -1000,12 +1000,11 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         for lq in range(ln):
             ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
+    glev = 0
+    glev = (n + 2)
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
-    glev = 0
-    for lq in range(ln):
         rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b2) + lq)])
-    glev = (n + 2)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
@@ -1113,12 +1112,10 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                                         rl_sum1 += (rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rl_ru0[np.uint64(lq)]
                                         out[np.uint64(lw * (b1 + ((-1 + rv0) - lo1_0) * s1_0 + (rv1 - lo1_1) * s1_1 + (rv3 - lo1_2) * s1_2) + lq)] += (rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]) * rw0
                                     rsc1[np.uint64((rv2) * rr1 + (rv3) * size_0 + rv1)] += rl_sum1
+                                rn2_token_0[np.uint64((rv2) * size_0 + rv1)] = 1
                                 for lq in range(ln):
                                     rl_rm1[np.uint64(lq)] += rl_rg[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
-                                if counting:
-                                    rn2_token_0[np.uint64((rv2) * size_0 + rv1)] = 1
-                                    for lq in range(ln):
-                                        rs2_token_0[np.uint64(lw * ((rv2) * size_0 + rv1) + lq)] += rl_rm1[np.uint64(lq)]
+                                    rs2_token_0[np.uint64(lw * ((rv2) * size_0 + rv1) + lq)] += rl_rm1[np.uint64(lq)]
                     if counting:
                         listed = add_token_rows(dense, mark, touched, listed, ro2, rr2, rl_token_0, ln, rs2_token_0, rn2_token_0, rb2)
         if 0 == lev - 1:

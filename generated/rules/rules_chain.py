@@ -756,9 +756,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
                     gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
+                    contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rsaved, 0 * cells + b0 + (rv0 - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
-                    contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rsaved, 0 * cells + b0 + (rv0 - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
                             for lq in range(ln):
@@ -779,9 +779,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                                 rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * ru0)
                     for lq in range(ln):
                         chart[np.uint64(lw * (b1) + lq)] = plus(semiring, chart[np.uint64(lw * (b1) + lq)], rl_acc[np.uint64(lq)] * rl_rf[np.uint64(lq)])
+        rc0 = lev - 1
         for lq in range(ln):
             rl_top[np.uint64(lq)] = 0.0
-        rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             for rc1 in range(lo0_1, lo0_1 + z0_1):
                 cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
@@ -801,9 +801,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for lq in range(ln):
                 ls[np.uint64(lw * lev + lq)] = -np.inf
             continue
+        rc0 = lev - 1
         for lq in range(ln):
             rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
-        rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             for rc1 in range(lo0_1, lo0_1 + z0_1):
                 cell = b0 + (rc0 - lo0_0) * s0_0 + (rc1 - lo0_1) * s0_1
@@ -816,12 +816,11 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         for lq in range(ln):
             ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
+    glev = 0
+    glev = (n + 2)
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
-    glev = 0
-    for lq in range(ln):
         rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b1) + lq)])
-    glev = (n + 2)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
@@ -863,9 +862,7 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
     rcb0 = lane_scratch(rwt0.shape[0], ln)
     rcx0 = count_block(rwt0.shape[1], rwt0.shape[0])
     rl_rf = np.empty(ln, np.float64)
-    rl_rk0 = np.empty(ln, np.float64)
     rl_roh = np.empty(ln, np.float64)
-    rl_rw1 = np.empty(ln, np.float64)
     rl_token_0 = np.empty(ln, np.int64)
     rg1_token_0 = lane_rows(rr1, ln)
     rs1_token_0 = lane_rows(rr1, ln)
@@ -900,20 +897,18 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
                     gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
+                    rcm0.fill(0.0)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(lw * (lev) + lq)])
-                    rcm0.fill(0.0)
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
                         if 0 <= rv1 <= ra0:
+                            rn1_token_0[np.uint64(rv1)] = 1
                             for lq in range(ln):
-                                rl_rw1[np.uint64(lq)] = rg1_token_0[np.uint64(lw * (rv1) + lq)]
+                                rw1 = rg1_token_0[np.uint64(lw * (rv1) + lq)]
                                 rl_roh[np.uint64(lq)] = out[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
-                                rl_rk0[np.uint64(lq)] = rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
-                                rcm0[np.uint64(lw * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rl_rw1[np.uint64(lq)] * rl_rf[np.uint64(lq)]
-                            if counting:
-                                rn1_token_0[np.uint64(rv1)] = 1
-                                for lq in range(ln):
-                                    rs1_token_0[np.uint64(lw * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rl_rk0[np.uint64(lq)] * rl_rw1[np.uint64(lq)]
+                                rk0 = rsaved[np.uint64(lw * (0 * cells + b0 + (rv0 - lo0_0) * s0_0 + (rv1 - lo0_1) * s0_1) + lq)]
+                                rcm0[np.uint64(lw * (rv1 - (0)) + lq)] = rl_roh[np.uint64(lq)] * rw1 * rl_rf[np.uint64(lq)]
+                                rs1_token_0[np.uint64(lw * (rv1) + lq)] += rl_rf[np.uint64(lq)] * rl_roh[np.uint64(lq)] * rk0 * rw1
                     scatter_rows(rwt0, out, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0)
                     count_rows(rcx0, 0, ra0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rcm0, rcb0)
                     if counting:

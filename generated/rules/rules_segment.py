@@ -564,7 +564,6 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
     lw = lane_stride(ln)
     rl_acc = np.empty(ln, np.float64)
     rl_ref = np.empty(ln, np.float64)
-    rl_rw0 = np.empty(ln, np.float64)
     rl_shrink = np.empty(ln, np.float64)
     rl_top = np.empty(ln, np.float64)
     rl_total = np.empty(ln, np.float64)
@@ -608,18 +607,17 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
-                        for lq in range(ln):
-                            rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                         rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
                         for lq in range(ln):
+                            rw0 = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                             ru0 = chart[np.uint64(lw * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
                             rf = np.exp(ls[np.uint64(lw * ((1 + rv1)) + lq)] - rl_ref[np.uint64(lq)])
-                            rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rl_rw0[np.uint64(lq)] * rw1 * ru0 * rf)
+                            rl_acc[np.uint64(lq)] = plus(semiring, rl_acc[np.uint64(lq)], rw0 * rw1 * ru0 * rf)
             for lq in range(ln):
                 chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0) + lq)] = plus(semiring, chart[np.uint64(lw * (b0 + (rv0 - lo0_0) * s0_0) + lq)], rl_acc[np.uint64(lq)] * 1.0)
+        rc0 = lev - 1
         for lq in range(ln):
             rl_top[np.uint64(lq)] = 0.0
-        rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
@@ -634,9 +632,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
             for lq in range(ln):
                 ls[np.uint64(lw * lev + lq)] = -np.inf
             continue
+        rc0 = lev - 1
         for lq in range(ln):
             rl_shrink[np.uint64(lq)] = min(1.0 / rl_top[np.uint64(lq)], 1e+300)
-        rc0 = lev - 1
         if lo0_0 <= rc0 < lo0_0 + z0_0:
             cell = b0 + (rc0 - lo0_0) * s0_0
             for lq in range(ln):
@@ -644,13 +642,13 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
         for lq in range(ln):
             ls[np.uint64(lw * lev + lq)] = rl_ref[np.uint64(lq)] - np.log(rl_shrink[np.uint64(lq)])
         live[lev] = 1
+    glev = 0
     for lq in range(ln):
         rl_total[np.uint64(lq)] = 0.0
-    glev = 0
     if 0 <= n <= n:
+        glev = (1 + n)
         for lq in range(ln):
             rl_total[np.uint64(lq)] = plus(semiring, rl_total[np.uint64(lq)], chart[np.uint64(lw * (b0 + (n - lo0_0) * s0_0) + lq)])
-        glev = (1 + n)
     for lq in range(ln):
         log_z[np.uint64(lq)] = -np.inf
         if rl_total[np.uint64(lq)] > 0.0:
@@ -702,10 +700,9 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
             for rv1 in range(max(0, (rv0 - ra0)), min(n, (-1 + rv0)) + 1):
                 if 0 <= rv1 < rv0 <= n and rv0 - rv1 <= rspan_max:
                     if 1 <= (rv0 - rv1) <= ra0:
-                        for lq in range(ln):
-                            rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                         rw1 = derived[np.uint64(rd1 + ((rv0 - rv1)) * rr1 + 0)]
                         for lq in range(ln):
+                            rl_rw0[np.uint64(lq)] = read_hoisted(rt0, 0, rspans[np.uint64((firsts[np.uint64(lq)] + rv1) * rspan_max + rv0 - rv1 - 1)])
                             rl_ru0[np.uint64(lq)] = chart[np.uint64(lw * (b0 + (rv1 - lo0_0) * s0_0) + lq)]
                             rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + rv1)) + lq)] - ls[np.uint64(lw * (lev) + lq)])
                         if counting:

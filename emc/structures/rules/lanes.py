@@ -18,7 +18,10 @@ at a time on the chain (their sums go back to memory on every step); the product
   when another lane loop reads it;
 - a sum into a shared array at a shared index (a small table's local counts) is summed over the
   lanes in a local and added once;
-- a condition on a lane's values runs, with all it guards, inside the lane loop.
+- a condition on a lane's values runs, with all it guards, inside the lane loop;
+- a shared statement that neither reads nor writes what the lane loop before it does runs before
+  that loop, so the lane statements after it join the loop (each lane loop of a few vectors pays
+  its setup, and the locals it shares with the next go through memory).
 Anything else (a shared statement reading a lane's value) raises NotLaneable, and the program
 keeps its one-example E-step only.
 """
@@ -203,12 +206,37 @@ def _kind(node: Node, lanes: Lanes) -> str:
     return "sum"
 
 
+def _names_of(nodes: list[Node]) -> tuple[set[str], set[str]]:
+    """The names nodes (and below) assign or store into, and the names they read."""
+    written, read = set(), set()
+    for node in _walk(nodes):
+        target = ASSIGN.match(node.text) or STORE.match(node.text)
+        if target and not node.block:
+            written.add(target.group(1))
+            read |= set(IDENT.findall(node.text[target.end(1):]))
+        else:
+            read |= set(IDENT.findall(node.text))
+    return written, read
+
+
+def _independent(node: Node, group: Group) -> bool:
+    """Whether the shared statement may run before the lane loop: neither reads nor writes what
+    the loop writes (a lane local included, which it may keep in rl_<name>), nor writes what it
+    reads."""
+    written, read = _names_of(group.nodes)
+    written |= {f"rl_{name}" for name in written}
+    mine, _ = _names_of([node])
+    return not (set(IDENT.findall(node.text)) & written or mine & read)
+
+
 def _groups(nodes: list[Node], lanes: Lanes, out: list) -> list:
     """nodes as a list of shared nodes, blocks (with their own list) and Groups."""
     for node in nodes:
         kind = _kind(node, lanes)
         if kind == "block":
             out.append((node, _groups(node.children, lanes, [])))
+        elif kind == "shared" and out and isinstance(out[-1], Group) and _independent(node, out[-1]):
+            out.insert(len(out) - 1, node)
         elif kind == "shared":
             out.append(node)
         else:
@@ -335,36 +363,41 @@ def _count_of(node: Node, token: str, lanes: Lanes) -> tuple[str, str, str] | No
     return at.group(1), at.group(3), value.group(1)
 
 
-def _shared_walk(nodes: list[Node], lanes: Lanes):
-    """_walk, but not into a condition on a lane's values (what it guards runs lane by lane)."""
-    for node in nodes:
-        yield node
-        if not (node.block and lanes.mentions(node.text)):
-            yield from _shared_walk(node.children, lanes)
-
-
 def _rewrite_rows(nodes: list[Node], token: str, lanes: Lanes, rows: TokenRows, found: set) -> bool:
     """Reads and counts of `token`'s rows in nodes (and below) as reads and sums of the lanes'
     arrays, their tables into `found`; False (nothing changed) when something below assigns the
     token again."""
     if any(TOKEN.match(n.text) and n.text.startswith(token + " ") for n in _walk(nodes)):
         return False
-    for node in _shared_walk(nodes, lanes):
-        read = TOKEN_READ.match(node.text)
-        if read and read.group(4) == token and not lanes.mentions(read.group(3)):
-            local, q, row = read.group(1), read.group(2), read.group(3)
-            node.text = f"{local} = rg{q}_{token}[np.uint64({row})]"
-            rows.gathered.add((q, token))
-            found.add(("read", q))
-            continue
-        count = _count_of(node, token, lanes)
-        if count is not None:
-            q, row, value = count
-            node.children = [Node(f"rn{q}_{token}[np.uint64({row})] = 1"),
-                             Node(f"rs{q}_{token}[np.uint64({row})] += {value}")]
-            rows.summed.add((q, token))
-            found.add(("count", q))
+    _rewrite_in(nodes, token, lanes, rows, found)
     return True
+
+
+def _rewrite_in(nodes: list[Node], token: str, lanes: Lanes, rows: TokenRows, found: set) -> None:
+    """_rewrite_rows in place, not into a condition on a lane's values (what it guards runs lane
+    by lane). A count loses its guard (`if counting:`): the lanes sum it whether or not the pass
+    counts (add_token_rows, which adds the sums to the counts, keeps it), so the sum joins the
+    lane loop before it."""
+    q = 0
+    while q < len(nodes):
+        node = nodes[q]
+        read = TOKEN_READ.match(node.text)
+        count = _count_of(node, token, lanes)
+        if read and read.group(4) == token and not lanes.mentions(read.group(3)):
+            local, table, row = read.group(1), read.group(2), read.group(3)
+            node.text = f"{local} = rg{table}_{token}[np.uint64({row})]"
+            rows.gathered.add((table, token))
+            found.add(("read", table))
+        elif count is not None:
+            table, row, value = count
+            nodes[q:q + 1] = [Node(f"rn{table}_{token}[np.uint64({row})] = 1"),
+                              Node(f"rs{table}_{token}[np.uint64({row})] += {value}")]
+            rows.summed.add((table, token))
+            found.add(("count", table))
+            q += 1
+        elif not (node.block and lanes.mentions(node.text)):
+            _rewrite_in(node.children, token, lanes, rows, found)
+        q += 1
 
 
 def _token_rows(nodes: list[Node], lanes: Lanes, rows: TokenRows) -> list[Node]:
@@ -383,8 +416,10 @@ def _token_rows(nodes: list[Node], lanes: Lanes, rows: TokenRows) -> list[Node]:
         ends = [r for r, n in enumerate(scope) if TOKEN.match(n.text) and n.text.startswith(name + " ")]
         scope = scope[:ends[0]] if ends else scope
         found: set = set()
+        size = len(scope)
         if not _rewrite_rows(scope, name, lanes, rows, found):
             continue
+        nodes[q + 1:q + 1 + size] = scope
         out += [Node(f"gather_rows(rt{t}, rl_{name}, {WIDTH}, rg{t}_{name}, rb{t})") for kind, t in sorted(found)
                 if kind == "read"]
         closing = [f"listed = add_token_rows(dense, mark, touched, listed, ro{t}, rr{t}, rl_{name}, {WIDTH}, "
