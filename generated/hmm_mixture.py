@@ -18,8 +18,8 @@ from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 from emc.structures.rules.contract import (add_count_block, add_token_rows, contract_rows, count_block, count_rows,
-                                          gather_rows, lane_rows, lane_scratch, lane_stride, scatter_rows, transposed,
-                                          weight_block)
+                                          gather_rows, lane_rows, lane_scratch, lane_stride, prefetch_rows,
+                                          prefetch_token_rows, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 5  # a decoded part: its number, then its variables
@@ -921,6 +921,7 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    prefetch_token_rows(rt2, rl_token_0, ln)
                     gather_rows(rt2, rl_token_0, ln, rg2_token_0, rb2)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
@@ -1092,6 +1093,9 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
+                    prefetch_token_rows(rt2, rl_token_0, ln)
+                    if counting:
+                        prefetch_rows(dense, ro2, rr2, rl_token_0, ln)
                     gather_rows(rt2, rl_token_0, ln, rg2_token_0, rb2)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(lw * (lev) + lq)])

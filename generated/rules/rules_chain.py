@@ -17,8 +17,8 @@ from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 from emc.structures.rules.contract import (add_count_block, add_token_rows, contract_rows, count_block, count_rows,
-                                          gather_rows, lane_rows, lane_scratch, lane_stride, scatter_rows, transposed,
-                                          weight_block)
+                                          gather_rows, lane_rows, lane_scratch, lane_stride, prefetch_rows,
+                                          prefetch_token_rows, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 4  # a decoded part: its number, then its variables
@@ -755,8 +755,9 @@ def _inside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls,
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
+                    prefetch_token_rows(rt1, rl_token_0, ln)
                     contract_rows(rwb0, chart, ln, b0 + ((-1 + rv0) - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1, rsaved, 0 * cells + b0 + (rv0 - lo0_0) * s0_0 + ((0) - lo0_1) * s0_1)
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - rl_ref[np.uint64(lq)])
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):
@@ -896,8 +897,11 @@ def _outside_lanes(n, firsts, ln, ints, layout, meta, params, derived, chart, ls
                 if 0 <= (-1 + rv0) < n:
                     for lq in range(ln):
                         rl_token_0[np.uint64(lq)] = tokens_0[np.uint64(firsts[np.uint64(lq)] + (-1 + rv0))]
-                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
+                    prefetch_token_rows(rt1, rl_token_0, ln)
+                    if counting:
+                        prefetch_rows(dense, ro1, rr1, rl_token_0, ln)
                     rcm0.fill(0.0)
+                    gather_rows(rt1, rl_token_0, ln, rg1_token_0, rb1)
                     for lq in range(ln):
                         rl_rf[np.uint64(lq)] = np.exp(ls[np.uint64(lw * ((1 + (-1 + rv0))) + lq)] - ls[np.uint64(lw * (lev) + lq)])
                     for rv1 in range(0, min(ra0, (-1 + ra0)) + 1):

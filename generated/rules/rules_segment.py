@@ -16,8 +16,8 @@ from emc.structures.pointers import by_pointer
 from emc.structures.sampling import is_sampling, sample_count
 from emc.structures.semiring import MAX, SUM, plus
 from emc.structures.rules.contract import (add_count_block, add_token_rows, contract_rows, count_block, count_rows,
-                                          gather_rows, lane_rows, lane_scratch, lane_stride, scatter_rows, transposed,
-                                          weight_block)
+                                          gather_rows, lane_rows, lane_scratch, lane_stride, prefetch_rows,
+                                          prefetch_token_rows, scatter_rows, transposed, weight_block)
 
 STRUCTURE = "rules"
 PART_WIDTH = 3  # a decoded part: its number, then its variables

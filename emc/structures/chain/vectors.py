@@ -145,6 +145,21 @@ def transpose(typingctx, source, i, j, rows, target, k, m):
 
 
 @intrinsic
+def prefetch(typingctx, array, i):
+    """Asks for the cache line holding array[i] (a 1-D array) ahead of its use: llvm.prefetch, a
+    read, kept in every cache level. A hint, which never faults: i may lie past the array."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        byte = ir.IntType(8).as_pointer()
+        hint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+            ir.VoidType(), [byte, ir.IntType(32), ir.IntType(32), ir.IntType(32)]), "llvm.prefetch.p0i8")
+        where = builder.bitcast(builder.gep(data, [args[1]]), byte)
+        builder.call(hint, [where] + [ir.Constant(ir.IntType(32), v) for v in (0, 3, 1)])
+        return context.get_dummy_value()
+    return types.void(array, types.int64), codegen
+
+
+@intrinsic
 def at(typingctx, array, i):
     """array[i] of a 1-D array, a scalar read without numba's wraparound of negative indices
     (a shift, an and and an add before every read of a product's left operand)."""

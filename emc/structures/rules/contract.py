@@ -28,9 +28,10 @@ from numba import njit
 
 from emc.structures.chain.products import (TILE_ROWS, TILE_VECTORS, WIDE_ROWS, WIDE_VECTORS, multiply,
                                            multiply_wide)
-from emc.structures.chain.vectors import LANES, transpose, whole
+from emc.structures.chain.vectors import LANES, prefetch, transpose, whole
 
 SET, ADD = np.int64(0), np.int64(1)  # a product's result replaces its target's rows, or adds to them
+LINE = 8  # doubles in a cache line
 
 
 @njit(inline="always")
@@ -153,6 +154,25 @@ def add_count_block(counts, stride, klo, khi, jlo, jhi, block):
     for k in range(khi - klo + 1):
         for j in range(jhi - jlo + 1):
             counts[(klo + k) * stride + jlo + j] += block[k, j]
+
+
+@njit(cache=True)
+def prefetch_rows(values, start, rows, tokens, ln):
+    """Asks for each lane's token's row values[start + tokens[lane] * rows:][:rows] (a large
+    table's: the rows lie apart, a few cache lines each, and the lanes' reads of them waited on
+    memory one after another), a cache line at a time."""
+    for lane in range(ln):
+        first = start + tokens[np.uint64(lane)] * rows
+        for r in range(0, rows, LINE):
+            prefetch(values, first + r)
+        prefetch(values, first + rows - 1)  # the last line, when the row does not start one
+
+
+@njit(cache=True)
+def prefetch_token_rows(reader, tokens, ln):
+    """prefetch_rows of the rows gather_rows reads through `reader`."""
+    theta, offset, rows = reader[0], reader[1], reader[2]
+    prefetch_rows(theta, offset, rows, tokens, ln)
 
 
 @njit(cache=True)
