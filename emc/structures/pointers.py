@@ -10,10 +10,15 @@ and the callers' code holds a plain call, never the DP's body.
 
 The callers stay cacheable: loading one from numba's cache first registers its symbols again
 (numba runs a library's `reload_init` functions before it loads the library), and a symbol's
-name carries the argument types, so code built for other types never finds it. The glue's own
-cache key covers the DP's file (emc/runtime/compiled.py), so a changed DP never meets glue built
-against the old one. Only the glue calls through pointers: a structure's own modules are cached
-by numba alone, which does not look at the files of what they call.
+name carries the argument types, so code built for other types never finds it. A caller's
+callers inherit its reload_init when they link its code, so a function compiled later that calls
+one calling through a pointer registers the symbol too when it is loaded; numba forgets a cached
+library's reload_init once it has run them, which `_keep_reload_init` puts right (else: a
+function loaded from the cache, then linked into a new caller, left that caller's cached code
+calling an address nobody registered, and the next process crashed). The glue's own cache key
+covers the DP's file (emc/runtime/compiled.py), so a changed DP never meets glue built against
+the old one; a structure's own modules (the DMV's chart) are cached by numba alone, which does not
+look at the files of what they call.
 
 A call costs what any numba call costs (no inlining across it): use it for a whole example's DP,
 never inside a DP's loops.
@@ -22,11 +27,38 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import sys
 
 import llvmlite.binding as llvm
 from numba.core import cgutils, types
+from numba.core.compiler import CompileResult
 from numba.extending import intrinsic
+
+
+def _keep_reload_init() -> None:
+    """CompileResult._rebuild (a function loaded from numba's cache) runs the reload_init it was
+    saved with and then builds a library holding none: a caller compiled afterwards links that
+    library and inherits nothing (numba.core.codegen: "Parent inherits reload_init"). Give the
+    library its reload_init back. Idempotent; a numba whose _rebuild takes no reload_init is left
+    as it is."""
+    original = CompileResult._rebuild.__func__
+    if getattr(original, "keeps_reload_init", False) or "reload_init" not in inspect.signature(original).parameters:
+        return
+    signature = inspect.signature(original)
+
+    def rebuild(cls, *args, **kwargs):
+        result = original(cls, *args, **kwargs)
+        reload_init = signature.bind(cls, *args, **kwargs).arguments.get("reload_init")
+        if reload_init:
+            result.library._reload_init.update(reload_init)
+        return result
+
+    rebuild.keeps_reload_init = True
+    CompileResult._rebuild = classmethod(rebuild)
+
+
+_keep_reload_init()
 
 
 @functools.cache
